@@ -1,0 +1,17 @@
+module github.com/depthspace/depthspace
+
+go 1.26.8
+
+require (
+	github.com/campoy/embedmd v1.0.0 // indirect
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/pmezard/go-difflib v1.0.0 // indirect
+	github.com/rogpeppe/go-internal v1.16.0 // indirect
+	github.com/sbinet/npyio v0.6.0 // indirect
+	github.com/spf13/cobra v1.10.2 // indirect
+	github.com/spf13/pflag v1.0.9 // indirect
+	github.com/x448/float16 v0.8.4 // indirect
+	golang.org/x/sys v0.26.0 // indirect
+	golang.org/x/tools v0.26.0 // indirect
+	gonum.org/v1/gonum v0.9.3 // indirect
+)

@@ -1,0 +1,430 @@
+package ops
+
+import (
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// Run executes the plan: dst receives the output tensor (C order) gathered
+// from src, the input tensor as stored. Both must be exactly p.Bytes() long.
+// threads goroutines share the work; every byte of dst is written exactly
+// once, so the result does not depend on threads.
+//
+// A memory fault inside the kernel (a mapped input truncated by another
+// process raises SIGBUS) comes back as an error instead of killing the
+// process.
+func (p *Plan) Run(dst, src []byte, threads int) error {
+	if len(dst) != p.Bytes() || len(src) != p.Bytes() {
+		return fmt.Errorf("internal error: buffers of %d and %d bytes for a %d-byte tensor", len(dst), len(src), p.Bytes())
+	}
+	if p.Bytes() == 0 {
+		return nil
+	}
+	g := newGather(p.dims, p.stride, p.ElemSize, dst, src)
+	return g.run(dst, src, max(threads, 1))
+}
+
+// RunItems runs the plan for the batch items [first, first+count) only:
+// dst holds just those output items, src the whole input. It lets an output
+// be produced item by item in bounded memory (a pipe, stdout).
+func (p *Plan) RunItems(dst, src []byte, first, count, threads int) error {
+	if len(src) != p.Bytes() || first < 0 || count < 0 || first+count > p.Out[0] {
+		return fmt.Errorf("internal error: items [%d,%d) of %d", first, first+count, p.Out[0])
+	}
+	itemBytes := 0
+	if p.Out[0] > 0 {
+		itemBytes = p.Bytes() / p.Out[0]
+	}
+	if len(dst) != count*itemBytes {
+		return fmt.Errorf("internal error: %d-byte buffer for %d items of %d bytes", len(dst), count, itemBytes)
+	}
+	if len(dst) == 0 {
+		return nil
+	}
+	// The batch axis is the first output axis of every plan: restrict it.
+	dims := append([]int(nil), p.dims...)
+	dims[0] = count
+	off := first * p.stride[0] * p.ElemSize
+	g := newGather(dims, p.stride, p.ElemSize, dst, src[off:])
+	return g.run(dst, src[off:], max(threads, 1))
+}
+
+// gather is the simplified form the kernels execute: dims in output order,
+// each with its input stride, counted in units of `unit` bytes.
+type gather struct {
+	dims, stride []int
+	unit         int
+}
+
+// newGather simplifies a gather and chooses the machine word the kernels move.
+// Elements of 1, 2, 4, 8 and 16 bytes move as one word; any other size n
+// (S<n>, U<n>, V<n>) becomes an extra innermost axis of n/unit words, which
+// then merges with its neighbours wherever the bytes are contiguous.
+func newGather(dims, stride []int, elem int, dst, src []byte) gather {
+	unit := elem
+	switch elem {
+	case 1, 2, 4, 8, 16:
+	default:
+		unit = 1
+		for _, u := range []int{8, 4, 2} {
+			if elem%u == 0 {
+				unit = u
+				break
+			}
+		}
+	}
+	// Words are read through typed pointers, so both buffers must be aligned
+	// to the word (npy data starts on a 64-byte boundary, but a hand-made
+	// header need not); otherwise fall back to smaller words.
+	align := min(unit, 8)
+	for align > 1 && (uintptr(unsafe.Pointer(unsafe.SliceData(dst)))%uintptr(align) != 0 ||
+		uintptr(unsafe.Pointer(unsafe.SliceData(src)))%uintptr(align) != 0) {
+		align /= 2
+	}
+	if align < min(unit, 8) {
+		unit = align
+	}
+	w := elem / unit
+	var g gather
+	g.unit = unit
+	for i, d := range dims {
+		g.dims = append(g.dims, d)
+		g.stride = append(g.stride, stride[i]*w)
+	}
+	if w > 1 {
+		g.dims = append(g.dims, w)
+		g.stride = append(g.stride, 1)
+	}
+	g.simplify()
+	return g
+}
+
+// simplify drops axes of extent 1 and merges neighbours that are contiguous
+// in the input as they are in the output, so that a copy of contiguous bytes
+// becomes one long run.
+func (g *gather) simplify() {
+	var dims, stride []int
+	for i, d := range g.dims {
+		if d == 1 {
+			continue
+		}
+		if n := len(dims); n > 0 && stride[n-1] == g.stride[i]*d {
+			dims[n-1] *= d
+			stride[n-1] = g.stride[i]
+			continue
+		}
+		dims = append(dims, d)
+		stride = append(stride, g.stride[i])
+	}
+	if len(dims) == 0 {
+		dims, stride = []int{1}, []int{1}
+	}
+	g.dims, g.stride = dims, stride
+}
+
+// work is how a gather is cut into pieces for goroutines. The innermost
+// output axis J and the innermost input axis L (stride 1) form a 2-D tile;
+// every other axis is an outer loop. When the outer loops are too few to
+// share between goroutines, the J or L range of each tile is split instead.
+type work struct {
+	g            gather
+	outStride    []int // output stride of each dim
+	outer        []int // indices of outer dims
+	j, l         int   // tile axes (j == l: a contiguous run)
+	nOuter       int   // product of outer extents
+	split        int   // pieces per tile
+	splitL       bool  // split along L instead of J
+	pieces       int
+	tileJ, tileL int
+}
+
+func (g gather) plan(threads int) work {
+	m := len(g.dims)
+	w := work{g: g, outStride: make([]int, m)}
+	acc := 1
+	for i := m - 1; i >= 0; i-- {
+		w.outStride[i] = acc
+		acc *= g.dims[i]
+	}
+	// L is the input-contiguous axis. A whole dense tensor always has one;
+	// a batch slice of a Fortran-order tensor may not, and then the tile
+	// degenerates to strided rows along J.
+	w.j, w.l = m-1, m-1
+	for i, s := range g.stride {
+		if s == 1 {
+			w.l = i
+		}
+	}
+	if g.stride[w.l] != 1 {
+		w.l = w.j
+	}
+	w.nOuter = 1
+	for i := range g.dims {
+		if i != w.j && i != w.l {
+			w.outer = append(w.outer, i)
+			w.nOuter *= g.dims[i]
+		}
+	}
+	w.tileJ, w.tileL = g.dims[w.j], 1
+	if w.l != w.j {
+		w.tileL = g.dims[w.l]
+	}
+	w.split = 1
+	// Enough pieces that two goroutines finishing at different times still
+	// balance, few enough that each piece amortises its set-up.
+	want := 1
+	if threads > 1 {
+		want = 8 * threads
+	}
+	if w.nOuter < want {
+		need := (want + w.nOuter - 1) / w.nOuter
+		if w.tileJ >= w.tileL {
+			w.split = min(need, w.tileJ)
+		} else {
+			w.split, w.splitL = min(need, w.tileL), true
+		}
+	}
+	w.pieces = w.nOuter * w.split
+	return w
+}
+
+func (g gather) run(dst, src []byte, threads int) error {
+	w := g.plan(threads)
+	if w.pieces == 0 {
+		return nil
+	}
+	// A piece is either a contiguous range of outer iterations (when they
+	// are plentiful) or one part of one tile (when they are not).
+	nPieces, per := 1, w.nOuter
+	switch {
+	case threads == 1:
+		w.split = 1
+	case w.split > 1:
+		nPieces = w.nOuter * w.split
+	default:
+		chunks := min(w.nOuter, 8*threads)
+		per = (w.nOuter + chunks - 1) / chunks
+		nPieces = (w.nOuter + per - 1) / per
+	}
+	threads = min(threads, nPieces)
+	var next atomic.Int64
+	var firstErr error
+	var mu sync.Mutex
+	worker := func() {
+		defer func() {
+			if r := recover(); r != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = &FaultError{Value: r}
+				}
+				mu.Unlock()
+			}
+		}()
+		// A truncated mapped file faults on access; turn that into a panic
+		// recovered above rather than a SIGBUS that kills the process.
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= nPieces {
+				return
+			}
+			if w.split > 1 {
+				w.exec(dst, src, i/w.split, i/w.split+1, i%w.split, w.split)
+			} else {
+				w.exec(dst, src, i*per, min((i+1)*per, w.nOuter), 0, 1)
+			}
+		}
+	}
+	if threads <= 1 {
+		worker()
+		return firstErr
+	}
+	var wg sync.WaitGroup
+	for t := 0; t < threads; t++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); worker() }()
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// FaultError is returned when the input memory could not be read (a mapped
+// file shrank underneath us).
+type FaultError struct{ Value any }
+
+func (e *FaultError) Error() string {
+	if err, ok := e.Value.(error); ok {
+		return "input could not be read (was the file truncated while in use?): " + err.Error()
+	}
+	return fmt.Sprintf("internal error in the kernel: %v", e.Value)
+}
+
+// exec runs outer iterations [a, b), each tile cut to part `part` of `parts`.
+func (w *work) exec(dst, src []byte, a, b, part, parts int) {
+	switch w.g.unit {
+	case 1:
+		execT(w, asWords[uint8](dst), asWords[uint8](src), a, b, part, parts)
+	case 2:
+		execT(w, asWords[uint16](dst), asWords[uint16](src), a, b, part, parts)
+	case 4:
+		execT(w, asWords[uint32](dst), asWords[uint32](src), a, b, part, parts)
+	case 8:
+		execT(w, asWords[uint64](dst), asWords[uint64](src), a, b, part, parts)
+	case 16:
+		execT(w, asWords[[2]uint64](dst), asWords[[2]uint64](src), a, b, part, parts)
+	}
+}
+
+// asWords views a byte slice as words. Sound because newGather checked the
+// alignment of both buffers for this word size, the length is a whole number
+// of words (every element is), and the bytes stay owned by the caller.
+func asWords[T any](b []byte) []T {
+	var z T
+	n := len(b) / int(unsafe.Sizeof(z))
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
+func execT[T any](w *work, dst, src []T, a, b, part, parts int) {
+	g := &w.g
+	// Decompose a into outer indices.
+	idx := make([]int, len(w.outer))
+	bi, bo := 0, 0
+	rem := a
+	for x := len(w.outer) - 1; x >= 0; x-- {
+		d := w.outer[x]
+		idx[x] = rem % g.dims[d]
+		rem /= g.dims[d]
+		bi += idx[x] * g.stride[d]
+		bo += idx[x] * w.outStride[d]
+	}
+	j0, j1 := 0, w.tileJ
+	l0, l1 := 0, w.tileL
+	if parts > 1 {
+		if w.splitL {
+			l0, l1 = w.tileL*part/parts, w.tileL*(part+1)/parts
+		} else {
+			j0, j1 = w.tileJ*part/parts, w.tileJ*(part+1)/parts
+		}
+	}
+	sJ := g.stride[w.j]
+	tL := w.outStride[w.l]
+	for it := a; it < b; it++ {
+		if w.j == w.l {
+			if sJ == 1 {
+				copy(dst[bo+j0:bo+j1], src[bi+j0:bi+j1])
+			} else {
+				// No input axis is contiguous (a batch slice of a Fortran-
+				// order tensor): a plain strided row.
+				gatherRow(dst[bo+j0:bo+j1], src[bi+j0*sJ:], sJ)
+			}
+		} else {
+			tile(dst, src, bo, bi, j0, j1, l0, l1, sJ, tL)
+		}
+		// Advance the odometer.
+		for x := len(w.outer) - 1; x >= 0; x-- {
+			d := w.outer[x]
+			idx[x]++
+			bi += g.stride[d]
+			bo += w.outStride[d]
+			if idx[x] < g.dims[d] {
+				break
+			}
+			bi -= idx[x] * g.stride[d]
+			bo -= idx[x] * w.outStride[d]
+			idx[x] = 0
+		}
+	}
+}
+
+// tileBytes is the working set a tile block aims for: small enough that the
+// lines a block touches are still in L1 when the block's next row needs them.
+const tileBytes = 16 << 10
+
+// tile moves dst[bo + l·tL + j] = src[bi + l + j·sJ] for l in [l0,l1) and
+// j in [j0,j1): the input is contiguous along l, the output along j. The
+// loop runs along the longer of the two so that the inner loop is long; it
+// walks blocks small enough that the strided side stays in cache, so each
+// input and output line is fetched from memory once.
+func tile[T any](dst, src []T, bo, bi, j0, j1, l0, l1, sJ, tL int) {
+	var z T
+	size := int(unsafe.Sizeof(z))
+	if j1-j0 >= l1-l0 {
+		// Sequential writes along j, strided reads (stride sJ): a
+		// de-interleave when L is a short block axis (s2d NCHW).
+		bj := max(tileBytes/(size*sJ), 16)
+		for jb := j0; jb < j1; jb += bj {
+			je := min(jb+bj, j1)
+			for l := l0; l < l1; l++ {
+				d := dst[bo+l*tL+jb : bo+l*tL+je]
+				s := src[bi+l+jb*sJ:]
+				gatherRow(d, s, sJ)
+			}
+		}
+		return
+	}
+	// Sequential reads along l, strided writes (stride tL): an interleave
+	// when J is a short block axis (d2s NCHW).
+	bl := max(tileBytes/(size*tL), 16)
+	for lb := l0; lb < l1; lb += bl {
+		le := min(lb+bl, l1)
+		for j := j0; j < j1; j++ {
+			s := src[bi+j*sJ+lb : bi+j*sJ+le]
+			d := dst[bo+lb*tL+j:]
+			scatterRow(d, s, tL)
+		}
+	}
+}
+
+// gatherRow sets d[x] = s[x·stride]. The common strides get their own loops
+// so that the compiler sees a constant multiplier.
+func gatherRow[T any](d, s []T, stride int) {
+	switch stride {
+	case 2:
+		s = s[:2*len(d)-1]
+		for x := range d {
+			d[x] = s[2*x]
+		}
+	case 3:
+		s = s[:3*len(d)-2]
+		for x := range d {
+			d[x] = s[3*x]
+		}
+	case 4:
+		s = s[:4*len(d)-3]
+		for x := range d {
+			d[x] = s[4*x]
+		}
+	default:
+		s = s[:stride*(len(d)-1)+1]
+		for x := range d {
+			d[x] = s[x*stride]
+		}
+	}
+}
+
+// scatterRow sets d[x·stride] = s[x].
+func scatterRow[T any](d, s []T, stride int) {
+	switch stride {
+	case 2:
+		d = d[:2*len(s)-1]
+		for x, v := range s {
+			d[2*x] = v
+		}
+	case 4:
+		d = d[:4*len(s)-3]
+		for x, v := range s {
+			d[4*x] = v
+		}
+	default:
+		d = d[:stride*(len(s)-1)+1]
+		for x, v := range s {
+			d[x*stride] = v
+		}
+	}
+}

@@ -1,0 +1,441 @@
+// Package ops plans and runs the space-to-depth and depth-to-space
+// permutations. A Plan validates a request against an input shape with
+// overflow-checked arithmetic and describes the operation as a gather over
+// the output; the engine (engine.go) executes that gather on bytes.
+package ops
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"strconv"
+	"strings"
+)
+
+// Op is the operation.
+type Op int
+
+const (
+	SpaceToDepth Op = iota
+	DepthToSpace
+)
+
+func (o Op) String() string {
+	if o == DepthToSpace {
+		return "depth-to-space"
+	}
+	return "space-to-depth"
+}
+
+// Order says how a block offset kk and an input channel c combine into a
+// depth channel: DCR puts the block offset first (ch = kk·C + c), CRD the
+// channel (ch = c·B + kk).
+type Order int
+
+const (
+	DCR Order = iota
+	CRD
+)
+
+func (o Order) String() string {
+	if o == CRD {
+		return "crd"
+	}
+	return "dcr"
+}
+
+// ParseOrder accepts the SPEC's names and aliases.
+func ParseOrder(s string) (Order, error) {
+	switch strings.ToLower(s) {
+	case "dcr", "depth-column-row", "blocks-first":
+		return DCR, nil
+	case "crd", "column-row-depth", "depth-first":
+		return CRD, nil
+	}
+	return 0, fmt.Errorf("unknown order %q (want dcr, crd, depth-column-row, column-row-depth, blocks-first or depth-first)", s)
+}
+
+// Layout says where the channel axis is.
+type Layout int
+
+const (
+	NCHW Layout = iota
+	NHWC
+)
+
+func (l Layout) String() string {
+	if l == NHWC {
+		return "nhwc"
+	}
+	return "nchw"
+}
+
+// ParseLayout accepts the SPEC's names and aliases.
+func ParseLayout(s string) (Layout, error) {
+	switch strings.ToLower(s) {
+	case "nchw", "channels-first", "ncw", "ncdhw":
+		return NCHW, nil
+	case "nhwc", "channels-last", "nwc", "ndhwc":
+		return NHWC, nil
+	}
+	return 0, fmt.Errorf("unknown layout %q (want nchw, nhwc, channels-first or channels-last)", s)
+}
+
+// MaxBlock bounds one block edge. It is far above any real use and keeps
+// every product of blocks well inside int64 before shapes are even looked at.
+const MaxBlock = 1 << 20
+
+// Block holds one block edge per spatial axis, or a single edge for all.
+type Block []int
+
+// ParseBlock reads "2" or "2x3" (also "2,3").
+func ParseBlock(s string) (Block, error) {
+	if s == "" {
+		return nil, fmt.Errorf("empty block size")
+	}
+	parts := strings.FieldsFunc(s, func(r rune) bool { return r == 'x' || r == 'X' || r == ',' || r == '*' })
+	if len(parts) == 0 || strings.HasPrefix(s, "x") || strings.HasSuffix(s, "x") || strings.Contains(s, "xx") {
+		return nil, fmt.Errorf("block %q is not an integer or a list like 2x3", s)
+	}
+	b := make(Block, len(parts))
+	for i, p := range parts {
+		v, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
+		if err != nil {
+			if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+				return nil, fmt.Errorf("block %s is too large (at most %d)", p, MaxBlock)
+			}
+			return nil, fmt.Errorf("block %q is not an integer or a list like 2x3", s)
+		}
+		if v < 1 {
+			return nil, fmt.Errorf("block %d must be at least 1", v)
+		}
+		if v > MaxBlock {
+			return nil, fmt.Errorf("block %d is too large (at most %d)", v, MaxBlock)
+		}
+		b[i] = int(v)
+	}
+	return b, nil
+}
+
+func (b Block) String() string {
+	s := make([]string, len(b))
+	for i, v := range b {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, "x")
+}
+
+// Request is what a user asks for, before it meets a shape.
+type Request struct {
+	Op     Op
+	Order  Order
+	Layout Layout
+	Block  Block
+}
+
+// Plan is a validated request for one input shape. Its gather form says, for
+// every axis of the output expanded into labels (batch, channel, and each
+// spatial axis split into an outer position and a block offset), how far one
+// step along it moves in the input.
+type Plan struct {
+	Request
+	Blocks   []int // one per spatial axis
+	In, Out  []int // logical shapes, C order
+	ElemSize int
+
+	dims   []int // gather form: extents in output order
+	stride []int // input stride in elements of each dim
+}
+
+// Elements is the number of elements of input and output alike.
+func (p *Plan) Elements() int { return product(p.Out) }
+
+// Bytes is the size in bytes of input and output alike.
+func (p *Plan) Bytes() int { return p.Elements() * p.ElemSize }
+
+// axisNames names the spatial axes in error messages the way users name
+// them: a 2-D image has a height and a width.
+func axisNames(k int) []string {
+	switch k {
+	case 1:
+		return []string{"width"}
+	case 2:
+		return []string{"height", "width"}
+	case 3:
+		return []string{"depth", "height", "width"}
+	}
+	n := make([]string, k)
+	for i := range n {
+		n[i] = "spatial axis " + strconv.Itoa(i+1)
+	}
+	return n
+}
+
+// NewPlan validates req against an input of the given shape and element size.
+// fortran says the input bytes are in Fortran (column-major) order; the
+// output is always C order.
+func NewPlan(req Request, in []int, elemSize int, fortran bool) (*Plan, error) {
+	rank := len(in)
+	if rank < 3 {
+		return nil, fmt.Errorf("rank %d tensor %v: %s needs at least 3 axes (batch, channel and one spatial axis)", rank, shapeString(in), req.Op)
+	}
+	k := rank - 2
+	blocks, err := expandBlock(req.Block, k)
+	if err != nil {
+		return nil, err
+	}
+	if elemSize < 1 {
+		return nil, fmt.Errorf("element size %d", elemSize)
+	}
+	for i, d := range in {
+		if d < 0 {
+			return nil, fmt.Errorf("dimension %d of shape %v is negative", i, shapeString(in))
+		}
+	}
+	total, ok := checkedProduct(in)
+	if !ok || total > math.MaxInt/elemSize {
+		return nil, fmt.Errorf("shape %v of %d-byte elements is too large", shapeString(in), elemSize)
+	}
+	bTotal, ok := checkedProduct(blocks)
+	if !ok {
+		return nil, fmt.Errorf("block %s: the product of the block edges overflows", Block(blocks))
+	}
+
+	p := &Plan{Request: req, Blocks: blocks, In: append([]int(nil), in...), ElemSize: elemSize}
+	names := axisNames(k)
+	chAxis, spAxis := 1, 2 // positions of the channel and first spatial axis
+	if req.Layout == NHWC {
+		chAxis, spAxis = rank-1, 1
+	}
+	out := append([]int(nil), in...)
+	switch req.Op {
+	case SpaceToDepth:
+		for i := 0; i < k; i++ {
+			s := in[spAxis+i]
+			if s%blocks[i] != 0 {
+				return nil, fmt.Errorf("%s %d is not divisible by block %d", names[i], s, blocks[i])
+			}
+			out[spAxis+i] = s / blocks[i]
+		}
+		c, ok := mulOK(in[chAxis], bTotal)
+		if !ok {
+			return nil, fmt.Errorf("channels %d times block %d overflows", in[chAxis], bTotal)
+		}
+		out[chAxis] = c
+	case DepthToSpace:
+		if in[chAxis]%bTotal != 0 {
+			return nil, fmt.Errorf("channels %d is not divisible by %d (block %s)", in[chAxis], bTotal, Block(blocks))
+		}
+		out[chAxis] = in[chAxis] / bTotal
+		for i := 0; i < k; i++ {
+			s, ok := mulOK(in[spAxis+i], blocks[i])
+			if !ok {
+				return nil, fmt.Errorf("%s %d times block %d overflows", names[i], in[spAxis+i], blocks[i])
+			}
+			out[spAxis+i] = s
+		}
+	default:
+		return nil, fmt.Errorf("unknown operation %d", req.Op)
+	}
+	if t, ok := checkedProduct(out); !ok || t != total {
+		return nil, fmt.Errorf("output shape %v overflows", shapeString(out))
+	}
+	p.Out = out
+	p.dims, p.stride = gatherForm(req, blocks, in, out, denseStrides(in, fortran))
+	return p, nil
+}
+
+// NewCopy plans the identity on a tensor: a C-order copy, which for a
+// Fortran-order input is the reordering of its bytes.
+func NewCopy(shape []int, elemSize int, fortran bool) (*Plan, error) {
+	total, ok := checkedProduct(shape)
+	if !ok || elemSize < 1 || total > math.MaxInt/elemSize {
+		return nil, fmt.Errorf("shape %v of %d-byte elements is too large", shapeString(shape), elemSize)
+	}
+	return &Plan{
+		In: append([]int(nil), shape...), Out: append([]int(nil), shape...), ElemSize: elemSize,
+		dims: append([]int(nil), shape...), stride: denseStrides(shape, fortran),
+	}, nil
+}
+
+func expandBlock(b Block, k int) ([]int, error) {
+	switch {
+	case len(b) == 0:
+		return nil, fmt.Errorf("no block size")
+	case len(b) == 1:
+		out := make([]int, k)
+		for i := range out {
+			out[i] = b[0]
+		}
+		return out, nil
+	case len(b) != k:
+		return nil, fmt.Errorf("block %s has %d edges but the tensor has %d spatial axes", b, len(b), k)
+	}
+	for _, v := range b {
+		if v < 1 || v > MaxBlock {
+			return nil, fmt.Errorf("block %d is out of range 1..%d", v, MaxBlock)
+		}
+	}
+	return append([]int(nil), b...), nil
+}
+
+// denseStrides gives the element stride of each logical axis of a dense
+// tensor stored in C (row-major) or Fortran (column-major) order.
+func denseStrides(shape []int, fortran bool) []int {
+	st := make([]int, len(shape))
+	acc := 1
+	if fortran {
+		for i := range shape {
+			st[i] = acc
+			acc *= max(shape[i], 1)
+		}
+		return st
+	}
+	for i := len(shape) - 1; i >= 0; i-- {
+		st[i] = acc
+		acc *= max(shape[i], 1)
+	}
+	return st
+}
+
+// gatherForm expresses the operation as a gather: the output, in C order,
+// expanded into labelled axes, each with its stride in the input. The two
+// tensors involved are the "space" tensor [N, C, S1…SK] (or NHWC) with each
+// Si = Oi·bi split into (oi, ki), and the "depth" tensor [N, C·B, O1…OK]
+// whose channel splits into (kk, c) for DCR or (c, kk) for CRD, kk itself
+// split row-major into (k1…kK). SPEC's formula is exactly this relabelling.
+func gatherForm(req Request, b, in, out []int, inStride []int) (dims, stride []int) {
+	rank := len(in)
+	k := rank - 2
+	chAxis, spAxis := 1, 2
+	if req.Layout == NHWC {
+		chAxis, spAxis = rank-1, 1
+	}
+	type axis struct{ extent, stride int }
+	var n, c axis
+	o := make([]axis, k)
+	kb := make([]axis, k)
+	n = axis{in[0], inStride[0]}
+	space, depth := in, out
+	if req.Op == DepthToSpace {
+		space, depth = out, in
+	}
+	_ = depth
+	C := space[chAxis]
+	for i := 0; i < k; i++ {
+		o[i].extent = space[spAxis+i] / b[i]
+		kb[i].extent = b[i]
+	}
+	c.extent = C
+	if req.Op == SpaceToDepth {
+		// The input is the space tensor: a spatial index is oi·bi + ki.
+		c.stride = inStride[chAxis]
+		for i := 0; i < k; i++ {
+			kb[i].stride = inStride[spAxis+i]
+			o[i].stride = inStride[spAxis+i] * b[i]
+		}
+	} else {
+		// The input is the depth tensor: its channel index is a mixed-radix
+		// number over (k1…kK, c) for DCR or (c, k1…kK) for CRD.
+		chs := inStride[chAxis]
+		inner := 1
+		if req.Order == DCR {
+			c.stride = chs
+			inner = C
+		}
+		for i := k - 1; i >= 0; i-- {
+			kb[i].stride = chs * inner
+			inner *= b[i]
+		}
+		if req.Order == CRD {
+			c.stride = chs * inner
+		}
+		for i := 0; i < k; i++ {
+			o[i].stride = inStride[spAxis+i]
+		}
+	}
+	var seq []axis
+	add := func(a ...axis) { seq = append(seq, a...) }
+	if req.Op == SpaceToDepth {
+		// Output is the depth tensor.
+		add(n)
+		if req.Layout == NHWC {
+			add(o...)
+		}
+		if req.Order == DCR {
+			add(kb...)
+			add(c)
+		} else {
+			add(c)
+			add(kb...)
+		}
+		if req.Layout == NCHW {
+			add(o...)
+		}
+	} else {
+		// Output is the space tensor.
+		add(n)
+		if req.Layout == NCHW {
+			add(c)
+		}
+		for i := 0; i < k; i++ {
+			add(o[i], kb[i])
+		}
+		if req.Layout == NHWC {
+			add(c)
+		}
+	}
+	for _, a := range seq {
+		dims = append(dims, a.extent)
+		stride = append(stride, a.stride)
+	}
+	return dims, stride
+}
+
+func product(s []int) int {
+	p := 1
+	for _, v := range s {
+		p *= v
+	}
+	return p
+}
+
+// checkedProduct multiplies non-negative values, reporting overflow of int.
+// A zero dimension makes the product 0 but does not hide an overflow of the
+// others: such a shape could not be described in any real file either.
+func checkedProduct(s []int) (int, bool) {
+	p, zero := 1, false
+	for _, v := range s {
+		if v == 0 {
+			zero = true
+			continue
+		}
+		var ok bool
+		if p, ok = mulOK(p, v); !ok {
+			return 0, false
+		}
+	}
+	if zero {
+		return 0, true
+	}
+	return p, true
+}
+
+func mulOK(a, b int) (int, bool) {
+	if a < 0 || b < 0 {
+		return 0, false
+	}
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi != 0 || lo > math.MaxInt64 {
+		return 0, false
+	}
+	return int(lo), true
+}
+
+func shapeString(s []int) string {
+	p := make([]string, len(s))
+	for i, v := range s {
+		p[i] = strconv.Itoa(v)
+	}
+	return "[" + strings.Join(p, ",") + "]"
+}
