@@ -152,8 +152,12 @@ func ParseDType(name string) (DType, error) {
 	if d, ok := numpyNames[name]; ok {
 		return d, nil
 	}
-	if d, err := parseCode(name); err == nil {
+	d, codeErr := parseCode(name)
+	if codeErr == nil {
 		return d, nil
+	}
+	if _, unknown := codeErr.(unknownCode); !unknown {
+		return DType{}, codeErr // a code with a specific fault: say which
 	}
 	up := strings.ToUpper(name)
 	if name == "float" || (up == "FLOAT" && name != "FLOAT") {
@@ -190,7 +194,7 @@ func ParseDescr(descr string) (DType, error) {
 // parseCode reads "<f4", "|u1", "f4", "?", "S8", "<U3", "|V2", ">c16".
 func parseCode(s string) (DType, error) {
 	if s == "" {
-		return DType{}, fmt.Errorf("empty dtype")
+		return DType{}, unknownCode(s)
 	}
 	order := byte(0)
 	switch s[0] {
@@ -217,6 +221,9 @@ func parseCode(s string) (DType, error) {
 			kind = 'S'
 		}
 		n, err := strconv.Atoi(s[1:])
+		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+			return DType{}, fmt.Errorf("dtype %q: element size is too large", s)
+		}
 		if err != nil || n <= 0 || s[1] == '+' || s[1] == '0' {
 			return DType{}, badCode(s)
 		}
@@ -270,8 +277,13 @@ func badCode(s string) error {
 	if s == "O" || strings.HasPrefix(s, "O") {
 		return fmt.Errorf("dtype %q: object arrays (pickles) are refused, never unpickled", s)
 	}
-	return fmt.Errorf("unknown dtype %q", s)
+	return unknownCode(s)
 }
+
+// unknownCode is a name that is not a numpy type code at all.
+type unknownCode string
+
+func (u unknownCode) Error() string { return fmt.Sprintf("unknown dtype %q", string(u)) }
 
 // WithOrder returns d with its byte order set, as '--dtype >i4' asks.
 func (d DType) WithOrder(order byte) DType {
@@ -280,4 +292,18 @@ func (d DType) WithOrder(order byte) DType {
 	}
 	d.descr = ""
 	return d
+}
+
+// Reinterpret gives the bytes of a file whose dtype is file a new meaning d
+// (only an opaque V<n> can be read as another type of the same size, e.g.
+// "<V2" as bfloat16). The file's descr is kept for npy output.
+func (d DType) Reinterpret(file DType) (DType, error) {
+	if d.SameLayout(file) {
+		return file, nil
+	}
+	if file.Kind == 'V' && d.Size == file.Size {
+		d.descr = file.Descr()
+		return d, nil
+	}
+	return DType{}, fmt.Errorf("--dtype %s does not match the file's dtype %s", d.Name(), file.Name())
 }

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package fileio
+
+import "os"
+
+func fallocate(f *os.File, size int64) error { return nil }

@@ -1,0 +1,88 @@
+// Package fileio moves bytes between the filesystem and memory the way a
+// careful Unix tool does: inputs are mapped read-only (or read, for pipes),
+// outputs are written to a temporary file beside the target and renamed
+// into place only when complete. It knows nothing of tensor formats.
+package fileio
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Input is the whole content of one input, mapped or read.
+type Input struct {
+	Name   string // as the user wrote it; "-" is standard input
+	Data   []byte
+	Info   os.FileInfo // nil for standard input
+	unmap  func() error
+	Mapped bool
+}
+
+// Close releases the mapping.
+func (in *Input) Close() error {
+	if in.unmap != nil {
+		u := in.unmap
+		in.unmap = nil
+		return u()
+	}
+	return nil
+}
+
+// Open maps a regular file read-only, or reads a pipe, a device or standard
+// input ("-") to its end. The file is opened O_RDONLY and mapped PROT_READ,
+// so nothing this process does can modify it.
+func Open(name string, stdin io.Reader) (*Input, error) {
+	if name == "-" {
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("reading standard input: %w", err)
+		}
+		return &Input{Name: name, Data: b}, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, describeOpenError(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.IsDir() {
+		return nil, errors.New("is a directory, not a tensor file")
+	}
+	in := &Input{Name: name, Info: fi}
+	if fi.Mode().IsRegular() {
+		if fi.Size() == 0 {
+			return in, nil
+		}
+		data, unmap, err := mapReadOnly(f, fi.Size())
+		if err == nil {
+			in.Data, in.unmap, in.Mapped = data, unmap, true
+			return in, nil
+		}
+		// Some filesystems cannot map; reading is always possible.
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, err
+	}
+	in.Data = b
+	return in, nil
+}
+
+func describeOpenError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return errors.New("no such file")
+		case errors.Is(err, os.ErrPermission):
+			return errors.New("permission denied")
+		}
+		return pe.Err
+	}
+	return err
+}

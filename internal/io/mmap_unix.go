@@ -1,0 +1,39 @@
+//go:build unix
+
+package fileio
+
+import (
+	"os"
+	"syscall"
+)
+
+func mapReadOnly(f *os.File, size int64) ([]byte, func() error, error) {
+	if int64(int(size)) != size {
+		return nil, nil, syscall.EFBIG
+	}
+	b, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The kernels read the input front to back; let the kernel read ahead.
+	_ = syscall.Madvise(b, syscall.MADV_SEQUENTIAL)
+	return b, func() error { return syscall.Munmap(b) }, nil
+}
+
+// mapReadWrite maps a file we created for writing its result in place.
+func mapReadWrite(f *os.File, size int64) ([]byte, func() error, error) {
+	if int64(int(size)) != size {
+		return nil, nil, syscall.EFBIG
+	}
+	b, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, func() error { return syscall.Munmap(b) }, nil
+}
+
+func umask() os.FileMode {
+	m := syscall.Umask(0)
+	syscall.Umask(m)
+	return os.FileMode(m)
+}

@@ -1,0 +1,194 @@
+package fileio
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+)
+
+// TempPattern names temporary outputs: ".NAME.depthspace-RANDOM.tmp" beside
+// the target. A leftover one (the process was killed with SIGKILL) says
+// what it is and is safe to delete.
+const TempPattern = ".%s.depthspace-*.tmp"
+
+// Output is a result being written. For a file it is a temporary file in the
+// target's directory, renamed over the target by Commit; until then the
+// target is untouched. For standard output it is a plain stream.
+type Output struct {
+	Name  string // as the user wrote it; "-" is standard output
+	w     io.Writer
+	f     *os.File
+	tmp   string
+	unmap func() error
+	done  bool
+}
+
+var filePerm = 0o666 &^ umask()
+
+// Create starts an output. "-" writes to stdout.
+func Create(name string, stdout io.Writer) (*Output, error) {
+	if name == "-" {
+		return &Output{Name: name, w: stdout}, nil
+	}
+	dir := filepath.Dir(name)
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("output directory %s does not exist", dir)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("output directory %s is not a directory", dir)
+	}
+	if fi, err := os.Stat(name); err == nil && fi.IsDir() {
+		return nil, errors.New("output is a directory")
+	}
+	f, err := os.CreateTemp(dir, fmt.Sprintf(TempPattern, filepath.Base(name)))
+	if err != nil {
+		return nil, fmt.Errorf("cannot create a file in %s: %w", dir, unwrapPath(err))
+	}
+	track(f.Name())
+	if err := f.Chmod(filePerm); err != nil {
+		f.Close()
+		untrackRemove(f.Name())
+		return nil, err
+	}
+	return &Output{Name: name, w: f, f: f, tmp: f.Name()}, nil
+}
+
+// IsFile says whether the output is a regular file (so it can be mapped).
+func (o *Output) IsFile() bool { return o.f != nil }
+
+func (o *Output) Write(p []byte) (int, error) {
+	n, err := o.w.Write(p)
+	if err != nil {
+		err = unwrapPath(err)
+	}
+	return n, err
+}
+
+// Map sizes the file to size bytes and maps it for writing, so a kernel can
+// write its result straight into the page cache. Only for files.
+func (o *Output) Map(size int64) ([]byte, error) {
+	if o.f == nil {
+		return nil, errors.New("standard output cannot be mapped")
+	}
+	if err := o.f.Truncate(size); err != nil {
+		return nil, unwrapPath(err)
+	}
+	if err := fallocate(o.f, size); err != nil {
+		// A full disk shows up here rather than as SIGBUS on a mapped page.
+		return nil, unwrapPath(err)
+	}
+	if size == 0 {
+		return nil, nil
+	}
+	b, unmap, err := mapReadWrite(o.f, size)
+	if err != nil {
+		return nil, err
+	}
+	o.unmap = unmap
+	return b, nil
+}
+
+// Commit makes the output final: unmaps, closes and renames it over the
+// target. Outputs are not fsynced: like cp and numpy.save, depthspace
+// promises atomicity against crashes of the process, not power loss (see
+// docs/reliability.md).
+func (o *Output) Commit() error {
+	if o.done {
+		return nil
+	}
+	o.done = true
+	if o.f == nil {
+		return nil // a stream: every byte was written as it came
+	}
+	var err error
+	if o.unmap != nil {
+		err = o.unmap()
+		o.unmap = nil
+	}
+	if cerr := o.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(o.tmp, o.Name)
+	}
+	if err != nil {
+		untrackRemove(o.tmp)
+		return unwrapPath(err)
+	}
+	untrack(o.tmp)
+	return nil
+}
+
+// Abort discards the temporary file; the target is left as it was.
+func (o *Output) Abort() {
+	if o.done {
+		return
+	}
+	o.done = true
+	if o.unmap != nil {
+		_ = o.unmap()
+	}
+	if o.f != nil {
+		o.f.Close()
+		untrackRemove(o.tmp)
+	}
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
+}
+
+// Temporary files in flight, removed if the process is interrupted.
+var (
+	tempMu sync.Mutex
+	temps  = map[string]bool{}
+)
+
+func track(name string) {
+	tempMu.Lock()
+	temps[name] = true
+	tempMu.Unlock()
+}
+
+func untrack(name string) {
+	tempMu.Lock()
+	delete(temps, name)
+	tempMu.Unlock()
+}
+
+func untrackRemove(name string) {
+	os.Remove(name)
+	untrack(name)
+}
+
+// HandleSignals removes every temporary output when SIGINT, SIGTERM or
+// SIGHUP arrives, then exits with the status a shell expects (128 + signal).
+// Targets are never touched: they are replaced only by a rename.
+func HandleSignals() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
+	go func() {
+		sig := <-ch
+		tempMu.Lock() // held until exit: no new temp files from here on
+		for name := range temps {
+			os.Remove(name)
+		}
+		code := 128
+		if s, ok := sig.(syscall.Signal); ok {
+			code += int(s)
+		}
+		os.Exit(code)
+	}()
+}

@@ -1,0 +1,169 @@
+// Package pipeline runs one job the way data flows through depthspace:
+// decode the input (package format), plan the permutation (package ops),
+// run the kernel and encode the output, reading and writing through package
+// fileio. Commands in cmd/depthspace fill an Options struct and call here.
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/depthspace/depthspace/internal/format"
+	fileio "github.com/depthspace/depthspace/internal/io"
+)
+
+// PathError is an error about one input or output. The command line prints
+// it as "depthspace: PATH: what is wrong".
+type PathError struct {
+	Path string
+	Err  error
+}
+
+func (e *PathError) Error() string { return e.Path + ": " + e.Err.Error() }
+func (e *PathError) Unwrap() error { return e.Err }
+
+func pathErr(path string, err error) error {
+	var pe *PathError
+	if errors.As(err, &pe) {
+		return err
+	}
+	return &PathError{Path: path, Err: err}
+}
+
+// Source says how to read an input.
+type Source struct {
+	Path  string      // "-" is standard input
+	From  format.Kind // "" detects
+	DType string      // --dtype
+	Shape string      // --shape
+	Stdin io.Reader
+}
+
+// Tensor is a decoded input: its header and its element bytes, which for a
+// mapped file are the mapping itself (never written to).
+type Tensor struct {
+	format.Header
+	Kind  format.Kind
+	Data  []byte
+	Npy   *format.Npy // the preamble, for npy input
+	input *fileio.Input
+}
+
+// Close releases the input's mapping.
+func (t *Tensor) Close() {
+	if t.input != nil {
+		t.input.Close()
+	}
+}
+
+// Info is the input's file information (nil for standard input).
+func (t *Tensor) Info() os.FileInfo {
+	if t.input == nil {
+		return nil
+	}
+	return t.input.Info
+}
+
+// Load reads and decodes one input.
+func Load(src Source) (*Tensor, error) {
+	in, err := fileio.Open(src.Path, src.Stdin)
+	if err != nil {
+		return nil, pathErr(src.Path, err)
+	}
+	t, err := decode(src, in)
+	if err != nil {
+		in.Close()
+		return nil, pathErr(src.Path, err)
+	}
+	return t, nil
+}
+
+func decode(src Source, in *fileio.Input) (*Tensor, error) {
+	kind := src.From
+	if kind == "" && src.Path != "-" {
+		kind = format.KindByExtension(src.Path)
+	}
+	if kind == "" {
+		kind = format.Sniff(in.Data)
+	}
+	if kind == "" {
+		if src.DType != "" && src.Shape != "" {
+			kind = format.KindRaw
+		} else if len(in.Data) == 0 {
+			return nil, errors.New("empty input")
+		} else {
+			return nil, errors.New("cannot tell the format (not npy, not JSON); use --from, or --dtype and --shape for raw data")
+		}
+	}
+	var want *format.DType
+	if src.DType != "" {
+		dt, err := format.ParseDType(src.DType)
+		if err != nil {
+			return nil, err
+		}
+		want = &dt
+	}
+	var shape []int
+	if src.Shape != "" {
+		s, err := format.ParseShape(src.Shape)
+		if err != nil {
+			return nil, err
+		}
+		shape = s
+	}
+	t := &Tensor{Kind: kind, input: in}
+	switch kind {
+	case format.KindNpy:
+		npy, err := format.ParseNpy(in.Data)
+		if err != nil {
+			return nil, err
+		}
+		size := npy.DataBytes()
+		have := int64(len(in.Data)) - npy.DataOffset
+		switch {
+		case have < size:
+			return nil, fmt.Errorf("truncated: the header describes %d data bytes (shape %s, %s) but the file has %d", size, format.ShapeString(npy.Shape), npy.DType, have)
+		case have > size:
+			return nil, fmt.Errorf("%d bytes beyond the %d data bytes the header describes (shape %s, %s)", have-size, size, format.ShapeString(npy.Shape), npy.DType)
+		}
+		if want != nil {
+			dt, err := want.Reinterpret(npy.DType)
+			if err != nil {
+				return nil, err
+			}
+			npy.DType = dt
+		}
+		if shape != nil && format.ShapeString(shape) != format.ShapeString(npy.Shape) {
+			return nil, fmt.Errorf("--shape %s does not match the file's shape %s", format.ShapeString(shape), format.ShapeString(npy.Shape))
+		}
+		t.Header, t.Npy = npy.Header, &npy
+		t.Data = in.Data[npy.DataOffset:]
+	case format.KindRaw:
+		if want == nil || shape == nil {
+			return nil, errors.New("raw input needs --dtype and --shape")
+		}
+		h := format.Header{DType: *want, Shape: shape}
+		size := h.DataBytes()
+		if size < 0 {
+			return nil, fmt.Errorf("--shape %s of %s is too large", format.ShapeString(shape), want)
+		}
+		if int64(len(in.Data)) != size {
+			return nil, fmt.Errorf("raw data is %d bytes but --dtype %s --shape %s describes %d", len(in.Data), want, format.ShapeString(shape), size)
+		}
+		t.Header, t.Data = h, in.Data
+	case format.KindJSON:
+		h, data, err := format.DecodeJSON(in.Data, want)
+		if err != nil {
+			return nil, err
+		}
+		if shape != nil && format.ShapeString(shape) != format.ShapeString(h.Shape) {
+			return nil, fmt.Errorf("--shape %s does not match the JSON shape %s", format.ShapeString(shape), format.ShapeString(h.Shape))
+		}
+		t.Header, t.Data = h, data
+	default:
+		return nil, fmt.Errorf("unknown format %q", kind)
+	}
+	return t, nil
+}

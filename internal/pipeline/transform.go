@@ -1,0 +1,202 @@
+package pipeline
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/depthspace/depthspace/internal/format"
+	fileio "github.com/depthspace/depthspace/internal/io"
+	"github.com/depthspace/depthspace/internal/ops"
+)
+
+// Options is one space-to-depth or depth-to-space job.
+type Options struct {
+	Request ops.Request
+	Source
+	Output    string      // "-" is standard output
+	To        format.Kind // "" keeps the input's format (or follows -o's extension)
+	Threads   int
+	Stdout    io.Writer
+	StdoutTTY bool // binary output to a terminal is refused
+	// BufferLimit is the largest output buffer kept in memory; bigger
+	// results go to a mapped file. Zero means DefaultBufferLimit.
+	BufferLimit int
+}
+
+// DefaultBufferLimit bounds the memory an output buffer may take.
+const DefaultBufferLimit = 64 << 20
+
+// Result describes a finished job.
+type Result struct {
+	Input, Output string
+	InShape       []int
+	OutShape      []int
+	DType         string
+	Bytes         int64
+}
+
+// Transform runs one job: load, plan, run, store.
+func Transform(opts Options) (*Result, error) {
+	t, err := Load(opts.Source)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	plan, err := ops.NewPlan(opts.Request, t.Shape, t.DType.Size, t.Fortran)
+	if err != nil {
+		return nil, pathErr(opts.Path, err)
+	}
+	to := outputKind(opts.To, opts.Output, t.Kind)
+	if err := checkOutput(opts, t, to); err != nil {
+		return nil, err
+	}
+	out := format.Header{DType: t.DType, Shape: plan.Out}
+	err = Store(opts.Output, to, out, opts.Stdout, opts.BufferLimit, producer(plan, t, opts.Threads))
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Input: opts.Path, Output: opts.Output, InShape: t.Shape, OutShape: plan.Out,
+		DType: t.DType.Name(), Bytes: int64(plan.Bytes())}, nil
+}
+
+// Producer fills output bytes: all of them (first 0, count = batch), or
+// the batch items [first, first+count) when itemwise is true.
+type Producer struct {
+	Itemwise bool // can produce batch items one by one
+	Items    int  // batch size
+	Run      func(dst []byte, first, count int) error
+}
+
+func producer(plan *ops.Plan, t *Tensor, threads int) Producer {
+	items := 0
+	if len(plan.Out) > 0 {
+		items = plan.Out[0]
+	}
+	return Producer{
+		Itemwise: true,
+		Items:    items,
+		Run: func(dst []byte, first, count int) error {
+			if first == 0 && count == items {
+				return plan.Run(dst, t.Data, threads)
+			}
+			return plan.RunItems(dst, t.Data, first, count, threads)
+		},
+	}
+}
+
+func outputKind(to format.Kind, output string, in format.Kind) format.Kind {
+	if to != "" {
+		return to
+	}
+	if output != "-" {
+		if k := format.KindByExtension(output); k != "" {
+			return k
+		}
+	}
+	return in
+}
+
+func checkOutput(opts Options, t *Tensor, to format.Kind) error {
+	if opts.Output == "-" {
+		if opts.StdoutTTY && to != format.KindJSON {
+			return pathErr("stdout", fmt.Errorf("refusing to write binary %s data to a terminal; use -o FILE, a redirect, or --to json", to))
+		}
+		return nil
+	}
+	if in := t.Info(); in != nil {
+		if fi, err := os.Stat(opts.Output); err == nil && os.SameFile(in, fi) {
+			return pathErr(opts.Output, errors.New("is the input file (or a link to it); write the result to another path"))
+		}
+	}
+	return nil
+}
+
+// Store writes a tensor of header h (always C order) produced by p to the
+// output path in format kind, atomically for files.
+func Store(path string, kind format.Kind, h format.Header, stdout io.Writer, limit int, p Producer) error {
+	if limit <= 0 {
+		limit = DefaultBufferLimit
+	}
+	out, err := fileio.Create(path, stdout)
+	if err != nil {
+		return pathErr(path, err)
+	}
+	if err := store(out, kind, h, limit, p); err != nil {
+		out.Abort()
+		return pathErr(displayName(path), err)
+	}
+	if err := out.Commit(); err != nil {
+		return pathErr(displayName(path), err)
+	}
+	return nil
+}
+
+func displayName(path string) string {
+	if path == "-" {
+		return "stdout"
+	}
+	return path
+}
+
+func store(out *fileio.Output, kind format.Kind, h format.Header, limit int, p Producer) error {
+	size := h.DataBytes()
+	if kind == format.KindJSON {
+		data := make([]byte, size)
+		if err := p.Run(data, 0, p.Items); err != nil {
+			return err
+		}
+		return format.EncodeJSON(out, h.DType, h.Shape, data)
+	}
+	var preamble []byte
+	if kind == format.KindNpy {
+		preamble = format.EncodeNpy(h)
+	}
+	itemBytes := int64(0)
+	if p.Items > 0 {
+		itemBytes = size / int64(p.Items)
+	}
+	// A result larger than the buffer limit, going to a file, is written
+	// through a mapping of the file: memory stays bounded whatever its size.
+	if out.IsFile() && (size > int64(limit) && (!p.Itemwise || itemBytes > int64(limit))) {
+		m, err := out.Map(int64(len(preamble)) + size)
+		if err != nil {
+			return err
+		}
+		copy(m, preamble)
+		return p.Run(m[len(preamble):], 0, p.Items)
+	}
+	w := bufio.NewWriterSize(out, 1<<16)
+	if _, err := w.Write(preamble); err != nil {
+		return err
+	}
+	if size == 0 {
+		return w.Flush()
+	}
+	if !p.Itemwise || itemBytes > int64(limit) || p.Items <= 1 {
+		data := make([]byte, size)
+		if err := p.Run(data, 0, p.Items); err != nil {
+			return err
+		}
+		if _, err := w.Write(data); err != nil {
+			return err
+		}
+		return w.Flush()
+	}
+	// Batch items, as many per buffer as fit in the limit.
+	per := max(1, int(int64(limit)/itemBytes))
+	buf := make([]byte, int64(min(per, p.Items))*itemBytes)
+	for first := 0; first < p.Items; first += per {
+		count := min(per, p.Items-first)
+		b := buf[:int64(count)*itemBytes]
+		if err := p.Run(b, first, count); err != nil {
+			return err
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return w.Flush()
+}
