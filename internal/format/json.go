@@ -142,8 +142,8 @@ func DecodeJSON(data []byte, want *DType) (Header, []byte, error) {
 		return Header{}, nil, p.errAt(w.start, "shape [%s] is too large", ShapeString(shape))
 	}
 	if n > 16*int64(len(data))+maxJSONPadding {
-		return Header{}, nil, p.errAt(w.start, "a %s tensor of shape [%s] would take %d bytes, too many for %d bytes of JSON",
-			dt.Name(), ShapeString(shape), n, len(data))
+		return Header{}, nil, p.errAt(w.start, "shape [%s] of %s would take %d bytes, too many for %d bytes of JSON",
+			ShapeString(shape), dt.Name(), n, len(data))
 	}
 	leaves := h.Elements()
 	if dt.Kind == 'c' {
