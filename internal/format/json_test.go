@@ -1,6 +1,9 @@
 package format
 
 import (
+	"fmt"
+	"os"
+	"time"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -739,6 +742,10 @@ func FuzzDecodeJSON(f *testing.F) {
 	f.Add([]byte(`["ab", "c"]`), "S2")
 	f.Add([]byte(`[1.00048828125]`), "float16")
 	f.Fuzz(func(t *testing.T, data []byte, dtype string) {
+		tm := time.AfterFunc(3*time.Second, func() {
+			os.WriteFile(fmt.Sprintf("/tmp/slow_%d.txt", time.Now().UnixNano()), []byte(fmt.Sprintf("%q\n%q\n", dtype, data)), 0o644)
+		})
+		defer tm.Stop()
 		var want *DType
 		if dtype != "" {
 			d, err := ParseDType(dtype)
