@@ -46,10 +46,10 @@ func TestStoreStrategiesAgree(t *testing.T) {
 	}
 	itemBytes := plan.Bytes() / 5
 	for name, limit := range map[string]int{
-		"one item per buffer": itemBytes,
+		"one item per buffer":  itemBytes,
 		"two items per buffer": 2*itemBytes + 7,
-		"whole":                 1 << 30,
-		"mapped":                itemBytes - 1, // items over the limit: a mapped file
+		"whole":                1 << 30,
+		"mapped":               itemBytes - 1, // items over the limit: a mapped file
 	} {
 		for _, toStdout := range []bool{false, true} {
 			out := filepath.Join(dir, "out.npy")
