@@ -1,17 +1,17 @@
 package format
 
 import (
-	"fmt"
-	"os"
-	"time"
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/x448/float16"
 )
