@@ -151,7 +151,7 @@ func (f *opFlags) options(op ops.Op, args []string, s *streams) (*pipeline.Optio
 	opts := &pipeline.Options{
 		Request: ops.Request{Op: op, Order: order, Layout: layout, Block: block},
 		Source: pipeline.Source{
-			Path: input, DType: f.dtype, Shape: f.shape, Stdin: s.in,
+			Path: input, DType: f.dtype, Shape: f.shape, Stdin: s.in, Stream: true,
 		},
 		Output:    f.output,
 		Threads:   f.threads,

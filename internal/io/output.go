@@ -68,6 +68,31 @@ func (o *Output) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// WriteAt writes at an offset of a file output (pwrite). Several goroutines
+// may write disjoint ranges at once.
+func (o *Output) WriteAt(p []byte, off int64) (int, error) {
+	if o.f == nil {
+		return 0, errors.New("standard output cannot be written at an offset")
+	}
+	n, err := o.f.WriteAt(p, off)
+	if err != nil {
+		err = unwrapPath(err)
+	}
+	return n, err
+}
+
+// Reserve sizes a file output and reserves its blocks, so that a full disk
+// is reported before any work is done.
+func (o *Output) Reserve(size int64) error {
+	if o.f == nil {
+		return nil
+	}
+	if err := fallocate(o.f, size); err != nil {
+		return unwrapPath(err)
+	}
+	return unwrapPath(o.f.Truncate(size))
+}
+
 // Map sizes the file to size bytes and maps it for writing, so a kernel can
 // write its result straight into the page cache. Only for files.
 func (o *Output) Map(size int64) ([]byte, error) {

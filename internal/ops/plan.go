@@ -143,8 +143,10 @@ type Plan struct {
 	In, Out  []int // logical shapes, C order
 	ElemSize int
 
-	dims   []int // gather form: extents in output order
-	stride []int // input stride in elements of each dim
+	dims    []int  // gather form: extents in output order
+	stride  []int  // input stride in elements of each dim
+	isBlock []bool // the dim is a block offset ki (see chunk.go)
+	fortran bool
 }
 
 // Elements is the number of elements of input and output alike.
@@ -241,7 +243,8 @@ func NewPlan(req Request, in []int, elemSize int, fortran bool) (*Plan, error) {
 		return nil, fmt.Errorf("output shape %v overflows", shapeString(out))
 	}
 	p.Out = out
-	p.dims, p.stride = gatherForm(req, blocks, in, out, denseStrides(in, fortran))
+	p.dims, p.stride, p.isBlock = gatherForm(req, blocks, in, out, denseStrides(in, fortran))
+	p.fortran = fortran
 	return p, nil
 }
 
@@ -255,10 +258,19 @@ func NewCopy(shape []int, elemSize int, fortran bool) (*Plan, error) {
 	return &Plan{
 		In: append([]int(nil), shape...), Out: append([]int(nil), shape...), ElemSize: elemSize,
 		dims: append([]int(nil), shape...), stride: denseStrides(shape, fortran),
+		isBlock: make([]bool, len(shape)), fortran: fortran,
 	}, nil
 }
 
 func expandBlock(b Block, k int) ([]int, error) {
+	for _, v := range b {
+		if v < 1 {
+			return nil, fmt.Errorf("block %d must be at least 1", v)
+		}
+		if v > MaxBlock {
+			return nil, fmt.Errorf("block %d is too large (at most %d)", v, MaxBlock)
+		}
+	}
 	switch {
 	case len(b) == 0:
 		return nil, fmt.Errorf("no block size")
@@ -270,11 +282,6 @@ func expandBlock(b Block, k int) ([]int, error) {
 		return out, nil
 	case len(b) != k:
 		return nil, fmt.Errorf("block %s has %d edges but the tensor has %d spatial axes", b, len(b), k)
-	}
-	for _, v := range b {
-		if v < 1 || v > MaxBlock {
-			return nil, fmt.Errorf("block %d is out of range 1..%d", v, MaxBlock)
-		}
 	}
 	return append([]int(nil), b...), nil
 }
@@ -304,27 +311,30 @@ func denseStrides(shape []int, fortran bool) []int {
 // Si = Oi·bi split into (oi, ki), and the "depth" tensor [N, C·B, O1…OK]
 // whose channel splits into (kk, c) for DCR or (c, kk) for CRD, kk itself
 // split row-major into (k1…kK). SPEC's formula is exactly this relabelling.
-func gatherForm(req Request, b, in, out []int, inStride []int) (dims, stride []int) {
+func gatherForm(req Request, b, in, out []int, inStride []int) (dims, stride []int, isBlock []bool) {
 	rank := len(in)
 	k := rank - 2
 	chAxis, spAxis := 1, 2
 	if req.Layout == NHWC {
 		chAxis, spAxis = rank-1, 1
 	}
-	type axis struct{ extent, stride int }
+	type axis struct {
+		extent, stride int
+		block          bool
+	}
 	var n, c axis
 	o := make([]axis, k)
 	kb := make([]axis, k)
-	n = axis{in[0], inStride[0]}
-	space, depth := in, out
+	n = axis{extent: in[0], stride: inStride[0]}
+	space := in
 	if req.Op == DepthToSpace {
-		space, depth = out, in
+		space = out
 	}
-	_ = depth
 	C := space[chAxis]
 	for i := 0; i < k; i++ {
 		o[i].extent = space[spAxis+i] / b[i]
 		kb[i].extent = b[i]
+		kb[i].block = true
 	}
 	c.extent = C
 	if req.Op == SpaceToDepth {
@@ -388,8 +398,9 @@ func gatherForm(req Request, b, in, out []int, inStride []int) (dims, stride []i
 	for _, a := range seq {
 		dims = append(dims, a.extent)
 		stride = append(stride, a.stride)
+		isBlock = append(isBlock, a.block)
 	}
-	return dims, stride
+	return dims, stride, isBlock
 }
 
 func product(s []int) int {

@@ -5,6 +5,7 @@
 package pipeline
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,9 @@ func pathErr(path string, err error) error {
 	if errors.As(err, &pe) {
 		return err
 	}
+	if path == "-" {
+		path = "stdin"
+	}
 	return &PathError{Path: path, Err: err}
 }
 
@@ -39,6 +43,10 @@ type Source struct {
 	DType string      // --dtype
 	Shape string      // --shape
 	Stdin io.Reader
+	// Stream lets standard input holding npy or raw data be read as it is
+	// processed instead of all at once; Tensor.Stream is then set and
+	// Tensor.Data is nil.
+	Stream bool
 }
 
 // Tensor is a decoded input: its header and its element bytes, which for a
@@ -48,7 +56,24 @@ type Tensor struct {
 	Kind  format.Kind
 	Data  []byte
 	Npy   *format.Npy // the preamble, for npy input
-	input *fileio.Input
+	// Stream, when set, delivers the element data in order (standard
+	// input, Source.Stream); its length is not checked until it is read.
+	Stream io.Reader
+	input  *fileio.Input
+}
+
+// file is the input's open file and the offset of its element data, for
+// positioned reads; nil when the input is not a regular file.
+func (t *Tensor) file() (*os.File, int64) {
+	// Only npy and raw data are bytes of the file; JSON is decoded.
+	if t.input == nil || t.input.File == nil || t.Stream != nil || (t.Kind != format.KindNpy && t.Kind != format.KindRaw) {
+		return nil, 0
+	}
+	off := int64(0)
+	if t.Npy != nil {
+		off = t.Npy.DataOffset
+	}
+	return t.input.File, off
 }
 
 // Close releases the input's mapping.
@@ -68,6 +93,18 @@ func (t *Tensor) Info() os.FileInfo {
 
 // Load reads and decodes one input.
 func Load(src Source) (*Tensor, error) {
+	if src.Path == "-" && src.Stream {
+		t, err := loadStream(src)
+		var buffered errStdinBuffered
+		switch {
+		case errors.As(err, &buffered):
+			src.Stdin = buffered.r // already peeked into: read it whole below
+		case err != nil:
+			return nil, pathErr("stdin", err)
+		default:
+			return t, nil
+		}
+	}
 	in, err := fileio.Open(src.Path, src.Stdin)
 	if err != nil {
 		return nil, pathErr(src.Path, err)
@@ -167,3 +204,69 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 	}
 	return t, nil
 }
+
+// loadStream reads the npy header (or takes the raw description) of
+// standard input and leaves the data to be streamed. For JSON, which must
+// be read whole, it returns nil and Load reads everything as usual.
+func loadStream(src Source) (*Tensor, error) {
+	br := bufio.NewReaderSize(src.Stdin, 1<<16)
+	src.Stdin = br
+	head, _ := br.Peek(16)
+	kind := src.From
+	if kind == "" {
+		kind = format.Sniff(head)
+	}
+	if kind == "" && src.DType != "" && src.Shape != "" {
+		kind = format.KindRaw
+	}
+	switch kind {
+	case format.KindNpy:
+		npy, err := format.ReadNpy(br)
+		if err != nil {
+			return nil, err
+		}
+		if src.DType != "" {
+			want, err := format.ParseDType(src.DType)
+			if err != nil {
+				return nil, err
+			}
+			if npy.DType, err = want.Reinterpret(npy.DType); err != nil {
+				return nil, err
+			}
+		}
+		if src.Shape != "" {
+			shape, err := format.ParseShape(src.Shape)
+			if err != nil {
+				return nil, err
+			}
+			if format.ShapeString(shape) != format.ShapeString(npy.Shape) {
+				return nil, fmt.Errorf("--shape %s does not match the file's shape %s", format.ShapeString(shape), format.ShapeString(npy.Shape))
+			}
+		}
+		return &Tensor{Header: npy.Header, Kind: kind, Npy: &npy, Stream: br}, nil
+	case format.KindRaw:
+		if src.DType == "" || src.Shape == "" {
+			return nil, errors.New("raw input needs --dtype and --shape")
+		}
+		dt, err := format.ParseDType(src.DType)
+		if err != nil {
+			return nil, err
+		}
+		shape, err := format.ParseShape(src.Shape)
+		if err != nil {
+			return nil, err
+		}
+		h := format.Header{DType: dt, Shape: shape}
+		if h.DataBytes() < 0 {
+			return nil, fmt.Errorf("--shape %s of %s is too large", format.ShapeString(shape), dt)
+		}
+		return &Tensor{Header: h, Kind: kind, Stream: br}, nil
+	}
+	// Not streamable: hand the buffered reader back for a whole read.
+	return nil, errStdinBuffered{br}
+}
+
+// errStdinBuffered carries the buffered standard input back to Load.
+type errStdinBuffered struct{ r io.Reader }
+
+func (errStdinBuffered) Error() string { return "internal: stdin buffered" }

@@ -21,9 +21,12 @@ type Options struct {
 	Threads   int
 	Stdout    io.Writer
 	StdoutTTY bool // binary output to a terminal is refused
-	// BufferLimit is the largest output buffer kept in memory; bigger
-	// results go to a mapped file. Zero means DefaultBufferLimit.
+	// BufferLimit is the largest output buffer kept in memory on the
+	// non-streaming path (JSON output, Fortran-order input); bigger results
+	// go to a mapped file. Zero means DefaultBufferLimit.
 	BufferLimit int
+	// ChunkBytes is the chunk size of a streamed run (DefaultChunkBytes).
+	ChunkBytes int
 }
 
 // DefaultBufferLimit bounds the memory an output buffer may take.
@@ -54,13 +57,63 @@ func Transform(opts Options) (*Result, error) {
 		return nil, err
 	}
 	out := format.Header{DType: t.DType, Shape: plan.Out}
-	err = Store(opts.Output, to, out, opts.Stdout, opts.BufferLimit, producer(plan, t, opts.Threads))
+	if to != format.KindJSON && !t.Fortran {
+		err = streamStore(opts, to, out, plan, t)
+	} else {
+		if t.Stream != nil {
+			return nil, pathErr(opts.Path, errors.New("internal error: a streamed input needs a streamed run"))
+		}
+		err = Store(opts.Output, to, out, opts.Stdout, opts.BufferLimit, producer(plan, t, opts.Threads))
+	}
 	if err != nil {
 		return nil, err
 	}
 	return &Result{Input: opts.Path, Output: opts.Output, InShape: t.Shape, OutShape: plan.Out,
 		DType: t.DType.Name(), Bytes: int64(plan.Bytes())}, nil
 }
+
+// streamStore writes the result chunk by chunk (stream.go): to a file from
+// several workers at once, to standard output in order.
+func streamStore(opts Options, to format.Kind, h format.Header, plan *ops.Plan, t *Tensor) error {
+	out, err := fileio.Create(opts.Output, opts.Stdout)
+	if err != nil {
+		return pathErr(opts.Output, err)
+	}
+	fail := func(err error) error {
+		out.Abort()
+		var pe *PathError
+		if errors.As(err, &pe) {
+			return err
+		}
+		return pathErr(displayName(opts.Output), err)
+	}
+	var preamble []byte
+	if to == format.KindNpy {
+		preamble = format.EncodeNpy(h)
+	}
+	if out.IsFile() {
+		if err := out.Reserve(int64(len(preamble)) + int64(plan.Bytes())); err != nil {
+			return fail(err)
+		}
+		if _, err := out.WriteAt(preamble, 0); err != nil {
+			return fail(err)
+		}
+	} else if _, err := out.Write(preamble); err != nil {
+		return fail(err)
+	}
+	if err := streamRun(plan, t, out, int64(len(preamble)), opts.Threads, opts.ChunkBytes); err != nil {
+		if t.Stream != nil && !errors.Is(err, errInternal) {
+			return fail(pathErr("stdin", err))
+		}
+		return fail(pathErr(opts.Path, err))
+	}
+	if err := out.Commit(); err != nil {
+		return pathErr(displayName(opts.Output), err)
+	}
+	return nil
+}
+
+var errInternal = errors.New("internal error")
 
 // Producer fills output bytes: all of them (first 0, count = batch), or
 // the batch items [first, first+count) when itemwise is true.

@@ -1,0 +1,166 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	fileio "github.com/depthspace/depthspace/internal/io"
+	"github.com/depthspace/depthspace/internal/ops"
+)
+
+// DefaultChunkBytes is the size of one chunk of a streamed run. Each worker
+// holds an input and an output buffer of this size; 2 MiB keeps both in the
+// L2/L3 caches while the kernel moves them, and segments stay long enough
+// that system calls cost little (docs/performance.md).
+const DefaultChunkBytes = 2 << 20
+
+// chunkInput reads a chunk's input ranges.
+type chunkInput interface {
+	ReadAt(p []byte, off int64) (int, error)
+}
+
+// sequential adapts a stream to positioned reads that must come in order.
+type sequential struct {
+	r   io.Reader
+	pos int64
+	sz  int64
+}
+
+func (s *sequential) ReadAt(p []byte, off int64) (int, error) {
+	if off != s.pos {
+		return 0, fmt.Errorf("internal error: stream read at %d, position %d", off, s.pos)
+	}
+	n, err := io.ReadFull(s.r, p)
+	s.pos += int64(n)
+	if err != nil {
+		return n, fmt.Errorf("truncated: the header describes %d data bytes but the input ended after %d", s.sz, s.pos)
+	}
+	return n, nil
+}
+
+// offsetReader reads from a file at a fixed offset (the npy data start).
+type offsetReader struct {
+	r    io.ReaderAt
+	base int64
+}
+
+func (o offsetReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := o.r.ReadAt(p, o.base+off)
+	if err == io.EOF && n == len(p) {
+		err = nil
+	}
+	if err != nil {
+		// The file shrank since its size was checked.
+		return n, fmt.Errorf("input could not be read (was the file truncated while in use?): %w", err)
+	}
+	return n, nil
+}
+
+// memReader serves decoded or mapped bytes.
+type memReader []byte
+
+func (m memReader) ReadAt(p []byte, off int64) (int, error) {
+	return copy(p, m[off:]), nil
+}
+
+// streamRun computes plan chunk by chunk from t into out, whose data starts
+// at base. File outputs are written at offsets by several workers at once;
+// stream outputs chunk after chunk in order.
+func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, threads, chunkBytes int) error {
+	if chunkBytes <= 0 {
+		chunkBytes = DefaultChunkBytes
+	}
+	var in chunkInput
+	f, off := t.file()
+	switch {
+	case t.Stream != nil:
+		in = &sequential{r: t.Stream, sz: int64(plan.Bytes())}
+	case f != nil:
+		in = offsetReader{f, off}
+	default:
+		in = memReader(t.Data)
+	}
+	seqIn, seqOut := t.Stream != nil, !out.IsFile()
+	ck, err := plan.Chunker(chunkBytes, seqIn, seqOut)
+	if err != nil {
+		return err
+	}
+	n := ck.Len()
+	if seqIn || seqOut {
+		// In order, one chunk at a time, the kernel on every thread.
+		src := make([]byte, ck.MaxBytes())
+		dst := make([]byte, ck.MaxBytes())
+		for i := 0; i < n; i++ {
+			if err := doChunk(ck, i, in, out, base, src, dst, threads); err != nil {
+				return err
+			}
+		}
+		if t.Stream != nil {
+			if extra, _ := io.Copy(io.Discard, io.LimitReader(t.Stream, 1<<20)); extra > 0 {
+				return fmt.Errorf("bytes beyond the %d data bytes the header describes", plan.Bytes())
+			}
+		}
+		return nil
+	}
+	// Workers take chunks from a counter; each has its own buffers. With
+	// fewer chunks than threads the kernel shares the rest inside a chunk.
+	workers := max(1, min(threads, n))
+	inner := max(1, threads/workers)
+	var next atomic.Int64
+	var failed atomic.Bool
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			src := make([]byte, ck.MaxBytes())
+			dst := make([]byte, ck.MaxBytes())
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := doChunk(ck, i, in, out, base, src, dst, inner); err != nil {
+					errs[w] = err
+					failed.Store(true)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func doChunk(ck *ops.Chunker, i int, in chunkInput, out *fileio.Output, base int64, src, dst []byte, threads int) error {
+	ch := ck.Chunk(i)
+	src, dst = src[:ch.Bytes], dst[:ch.Bytes]
+	b := src
+	for _, s := range ch.In {
+		if _, err := in.ReadAt(b[:s.Len], s.Off); err != nil {
+			return err
+		}
+		b = b[s.Len:]
+	}
+	if err := ck.Run(ch, dst, src, threads); err != nil {
+		return err
+	}
+	b = dst
+	for _, s := range ch.Out {
+		var err error
+		if out.IsFile() {
+			_, err = out.WriteAt(b[:s.Len], base+s.Off)
+		} else {
+			_, err = out.Write(b[:s.Len])
+		}
+		if err != nil {
+			return err
+		}
+		b = b[s.Len:]
+	}
+	return nil
+}
