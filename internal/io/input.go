@@ -13,9 +13,9 @@ import (
 
 // Input is the whole content of one input, mapped or read.
 type Input struct {
-	Name   string // as the user wrote it; "-" is standard input
-	Data   []byte
-	Info   os.FileInfo // nil for standard input
+	Name string // as the user wrote it; "-" is standard input
+	Data []byte
+	Info os.FileInfo // nil for standard input
 	// File stays open for positioned reads: streaming a big file through
 	// reused buffers is faster than touching its mapping (see
 	// docs/performance.md). The mapping costs nothing until it is read.

@@ -53,9 +53,9 @@ type Source struct {
 // mapped file are the mapping itself (never written to).
 type Tensor struct {
 	format.Header
-	Kind  format.Kind
-	Data  []byte
-	Npy   *format.Npy // the preamble, for npy input
+	Kind format.Kind
+	Data []byte
+	Npy  *format.Npy // the preamble, for npy input
 	// Stream, when set, delivers the element data in order (standard
 	// input, Source.Stream); its length is not checked until it is read.
 	Stream io.Reader
