@@ -266,15 +266,15 @@ func (e *FaultError) Error() string {
 func (w *work) exec(dst, src []byte, a, b, part, parts int) {
 	switch w.g.unit {
 	case 1:
-		execT(w, asWords[uint8](dst), asWords[uint8](src), a, b, part, parts)
+		execT(w, asWords[uint8](dst), asWords[uint8](src), dst, src, a, b, part, parts)
 	case 2:
-		execT(w, asWords[uint16](dst), asWords[uint16](src), a, b, part, parts)
+		execT(w, asWords[uint16](dst), asWords[uint16](src), dst, src, a, b, part, parts)
 	case 4:
-		execT(w, asWords[uint32](dst), asWords[uint32](src), a, b, part, parts)
+		execT(w, asWords[uint32](dst), asWords[uint32](src), dst, src, a, b, part, parts)
 	case 8:
-		execT(w, asWords[uint64](dst), asWords[uint64](src), a, b, part, parts)
+		execT(w, asWords[uint64](dst), asWords[uint64](src), dst, src, a, b, part, parts)
 	case 16:
-		execT(w, asWords[[2]uint64](dst), asWords[[2]uint64](src), a, b, part, parts)
+		execT(w, asWords[[2]uint64](dst), asWords[[2]uint64](src), dst, src, a, b, part, parts)
 	}
 }
 
@@ -290,7 +290,7 @@ func asWords[T any](b []byte) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
 }
 
-func execT[T any](w *work, dst, src []T, a, b, part, parts int) {
+func execT[T any](w *work, dst, src []T, dstB, srcB []byte, a, b, part, parts int) {
 	g := &w.g
 	// Decompose a into outer indices.
 	idx := make([]int, len(w.outer))
@@ -314,8 +314,26 @@ func execT[T any](w *work, dst, src []T, a, b, part, parts int) {
 	}
 	sJ := g.stride[w.j]
 	tL := w.outStride[w.l]
+	// A tile that is a whole de-interleave (the input contiguous across it)
+	// or a whole interleave (the output contiguous) has a SWAR kernel for
+	// the common element sizes and factors (swar.go).
+	e := g.unit
+	var deint deintFunc
+	var inter interFunc
+	if w.j != w.l {
+		if l0 == 0 && l1 == w.tileL && sJ == w.tileL {
+			deint = fastDeint(e, w.tileL)
+		} else if j0 == 0 && j1 == w.tileJ && tL == w.tileJ {
+			inter = fastInter(e, w.tileJ)
+		}
+	}
 	for it := a; it < b; it++ {
-		if w.j == w.l {
+		switch {
+		case deint != nil:
+			deint(dstB[(bo+j0)*e:], tL*e, srcB[(bi+j0*sJ)*e:], j1-j0)
+		case inter != nil:
+			inter(dstB[(bo+l0*tL)*e:], srcB[(bi+l0)*e:], sJ*e, l1-l0)
+		case w.j == w.l:
 			if sJ == 1 {
 				copy(dst[bo+j0:bo+j1], src[bi+j0:bi+j1])
 			} else {
@@ -323,7 +341,7 @@ func execT[T any](w *work, dst, src []T, a, b, part, parts int) {
 				// order tensor): a plain strided row.
 				gatherRow(dst[bo+j0:bo+j1], src[bi+j0*sJ:], sJ)
 			}
-		} else {
+		default:
 			tile(dst, src, bo, bi, j0, j1, l0, l1, sJ, tL)
 		}
 		// Advance the odometer.

@@ -102,6 +102,9 @@ func ParseBlock(s string) (Block, error) {
 		v, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
 		if err != nil {
 			if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+				if strings.HasPrefix(strings.TrimSpace(p), "-") {
+					return nil, fmt.Errorf("block %s must be at least 1", strings.TrimSpace(p))
+				}
 				return nil, fmt.Errorf("block %s is too large (at most %d)", p, MaxBlock)
 			}
 			return nil, fmt.Errorf("block %q is not an integer or a list like 2x3", s)

@@ -1,0 +1,294 @@
+package ops
+
+import "encoding/binary"
+
+// Specialised de-interleave and interleave kernels for the shapes that
+// dominate real use: block 2 or 4 along the innermost axis, elements of 1,
+// 2, 4 or 8 bytes. They work on bytes with 8-byte little-endian loads and
+// stores and move several elements per instruction with shifts and masks
+// (SWAR), where the generic loop moves one element per load and store.
+// Byte order does not matter: bytes are regrouped, never interpreted, and
+// loads and stores use the same order.
+//
+// deint splits count groups of n elements from src into n rows:
+// row l (at dst[l*rowStride:]) receives element l of every group.
+// inter is the inverse: it zips n rows into count groups.
+type (
+	deintFunc func(dst []byte, rowStride int, src []byte, count int)
+	interFunc func(dst []byte, src []byte, rowStride int, count int)
+)
+
+// fastDeint returns the kernel for element size e and factor n, or nil.
+func fastDeint(e, n int) deintFunc {
+	switch {
+	case e == 4 && n == 2:
+		return deint4x2
+	case e == 2 && n == 2:
+		return deint2x2
+	case e == 1 && n == 2:
+		return deint1x2
+	case e == 1 && n == 4:
+		return deint1x4
+	case e == 2 && n == 4:
+		return deint2x4
+	case e == 8 && n == 2:
+		return deint8x2
+	case e == 4 && n == 4:
+		return deint4x4
+	}
+	return nil
+}
+
+// fastInter returns the kernel for element size e and factor n, or nil.
+func fastInter(e, n int) interFunc {
+	switch {
+	case e == 4 && n == 2:
+		return inter4x2
+	case e == 2 && n == 2:
+		return inter2x2
+	case e == 1 && n == 2:
+		return inter1x2
+	case e == 1 && n == 4:
+		return inter1x4
+	case e == 2 && n == 4:
+		return inter2x4
+	case e == 8 && n == 2:
+		return inter8x2
+	case e == 4 && n == 4:
+		return inter4x4
+	}
+	return nil
+}
+
+var le = binary.LittleEndian
+
+const (
+	even8  = 0x00ff00ff00ff00ff
+	even16 = 0x0000ffff0000ffff
+	low32  = 0x00000000ffffffff
+)
+
+// unzip8 gathers the even bytes of v into the low 4 bytes.
+func unzip8(v uint64) uint64 {
+	v &= even8
+	v = (v | v>>8) & even16
+	return (v | v>>16) & low32
+}
+
+// zip8 spreads the low 4 bytes of v to the even bytes.
+func zip8(v uint64) uint64 {
+	v &= low32
+	v = (v | v<<16) & even16
+	return (v | v<<8) & even8
+}
+
+// unzip16 gathers the even 2-byte halves of v into the low 4 bytes.
+func unzip16(v uint64) uint64 {
+	v &= even16
+	return (v | v>>16) & low32
+}
+
+// zip16 spreads the low two 2-byte halves of v to the even halves.
+func zip16(v uint64) uint64 {
+	v &= low32
+	return (v | v<<16) & even16
+}
+
+func deint4x2(dst []byte, rs int, src []byte, count int) {
+	d0, d1 := dst[:4*count], dst[rs:rs+4*count]
+	s := src[:8*count]
+	for x := 0; x < count; x++ {
+		v := le.Uint64(s[8*x:])
+		le.PutUint32(d0[4*x:], uint32(v))
+		le.PutUint32(d1[4*x:], uint32(v>>32))
+	}
+}
+
+func inter4x2(dst []byte, src []byte, rs int, count int) {
+	s0, s1 := src[:4*count], src[rs:rs+4*count]
+	d := dst[:8*count]
+	for x := 0; x < count; x++ {
+		le.PutUint64(d[8*x:], uint64(le.Uint32(s0[4*x:]))|uint64(le.Uint32(s1[4*x:]))<<32)
+	}
+}
+
+func deint8x2(dst []byte, rs int, src []byte, count int) {
+	d0, d1 := dst[:8*count], dst[rs:rs+8*count]
+	s := src[:16*count]
+	for x := 0; x < count; x++ {
+		le.PutUint64(d0[8*x:], le.Uint64(s[16*x:]))
+		le.PutUint64(d1[8*x:], le.Uint64(s[16*x+8:]))
+	}
+}
+
+func inter8x2(dst []byte, src []byte, rs int, count int) {
+	s0, s1 := src[:8*count], src[rs:rs+8*count]
+	d := dst[:16*count]
+	for x := 0; x < count; x++ {
+		le.PutUint64(d[16*x:], le.Uint64(s0[8*x:]))
+		le.PutUint64(d[16*x+8:], le.Uint64(s1[8*x:]))
+	}
+}
+
+func deint4x4(dst []byte, rs int, src []byte, count int) {
+	d0, d1, d2, d3 := dst[:4*count], dst[rs:rs+4*count], dst[2*rs:2*rs+4*count], dst[3*rs:3*rs+4*count]
+	s := src[:16*count]
+	for x := 0; x < count; x++ {
+		a, b := le.Uint64(s[16*x:]), le.Uint64(s[16*x+8:])
+		le.PutUint32(d0[4*x:], uint32(a))
+		le.PutUint32(d1[4*x:], uint32(a>>32))
+		le.PutUint32(d2[4*x:], uint32(b))
+		le.PutUint32(d3[4*x:], uint32(b>>32))
+	}
+}
+
+func inter4x4(dst []byte, src []byte, rs int, count int) {
+	s0, s1, s2, s3 := src[:4*count], src[rs:rs+4*count], src[2*rs:2*rs+4*count], src[3*rs:3*rs+4*count]
+	d := dst[:16*count]
+	for x := 0; x < count; x++ {
+		le.PutUint64(d[16*x:], uint64(le.Uint32(s0[4*x:]))|uint64(le.Uint32(s1[4*x:]))<<32)
+		le.PutUint64(d[16*x+8:], uint64(le.Uint32(s2[4*x:]))|uint64(le.Uint32(s3[4*x:]))<<32)
+	}
+}
+
+// Two-byte elements, factor 2: 16 input bytes make 8 bytes of each row.
+func deint2x2(dst []byte, rs int, src []byte, count int) {
+	d0, d1 := dst[:2*count], dst[rs:rs+2*count]
+	s := src[:4*count]
+	x := 0
+	for ; x+4 <= count; x += 4 {
+		a, b := le.Uint64(s[4*x:]), le.Uint64(s[4*x+8:])
+		le.PutUint64(d0[2*x:], unzip16(a)|unzip16(b)<<32)
+		le.PutUint64(d1[2*x:], unzip16(a>>16)|unzip16(b>>16)<<32)
+	}
+	for ; x < count; x++ {
+		copy(d0[2*x:2*x+2], s[4*x:])
+		copy(d1[2*x:2*x+2], s[4*x+2:])
+	}
+}
+
+func inter2x2(dst []byte, src []byte, rs int, count int) {
+	s0, s1 := src[:2*count], src[rs:rs+2*count]
+	d := dst[:4*count]
+	x := 0
+	for ; x+4 <= count; x += 4 {
+		a, b := le.Uint64(s0[2*x:]), le.Uint64(s1[2*x:])
+		le.PutUint64(d[4*x:], zip16(a)|zip16(b)<<16)
+		le.PutUint64(d[4*x+8:], zip16(a>>32)|zip16(b>>32)<<16)
+	}
+	for ; x < count; x++ {
+		copy(d[4*x:4*x+2], s0[2*x:])
+		copy(d[4*x+2:4*x+4], s1[2*x:])
+	}
+}
+
+// Two-byte elements, factor 4: 32 input bytes make 8 bytes of each row.
+func deint2x4(dst []byte, rs int, src []byte, count int) {
+	d0, d1, d2, d3 := dst[:2*count], dst[rs:rs+2*count], dst[2*rs:2*rs+2*count], dst[3*rs:3*rs+2*count]
+	s := src[:8*count]
+	x := 0
+	for ; x+4 <= count; x += 4 {
+		a, b, c, d := le.Uint64(s[8*x:]), le.Uint64(s[8*x+8:]), le.Uint64(s[8*x+16:]), le.Uint64(s[8*x+24:])
+		// Halves 0,2 of each word, then 0 and 1 of those.
+		e01, e23 := unzip16(a)|unzip16(b)<<32, unzip16(c)|unzip16(d)<<32
+		o01, o23 := unzip16(a>>16)|unzip16(b>>16)<<32, unzip16(c>>16)|unzip16(d>>16)<<32
+		le.PutUint64(d0[2*x:], unzip16(e01)|unzip16(e23)<<32)
+		le.PutUint64(d2[2*x:], unzip16(e01>>16)|unzip16(e23>>16)<<32)
+		le.PutUint64(d1[2*x:], unzip16(o01)|unzip16(o23)<<32)
+		le.PutUint64(d3[2*x:], unzip16(o01>>16)|unzip16(o23>>16)<<32)
+	}
+	for ; x < count; x++ {
+		copy(d0[2*x:2*x+2], s[8*x:])
+		copy(d1[2*x:2*x+2], s[8*x+2:])
+		copy(d2[2*x:2*x+2], s[8*x+4:])
+		copy(d3[2*x:2*x+2], s[8*x+6:])
+	}
+}
+
+func inter2x4(dst []byte, src []byte, rs int, count int) {
+	s0, s1, s2, s3 := src[:2*count], src[rs:rs+2*count], src[2*rs:2*rs+2*count], src[3*rs:3*rs+2*count]
+	d := dst[:8*count]
+	x := 0
+	for ; x+4 <= count; x += 4 {
+		r0, r1, r2, r3 := le.Uint64(s0[2*x:]), le.Uint64(s1[2*x:]), le.Uint64(s2[2*x:]), le.Uint64(s3[2*x:])
+		e02lo, e02hi := zip16(r0)|zip16(r2)<<16, zip16(r0>>32)|zip16(r2>>32)<<16
+		o13lo, o13hi := zip16(r1)|zip16(r3)<<16, zip16(r1>>32)|zip16(r3>>32)<<16
+		le.PutUint64(d[8*x:], zip16(e02lo)|zip16(o13lo)<<16)
+		le.PutUint64(d[8*x+8:], zip16(e02lo>>32)|zip16(o13lo>>32)<<16)
+		le.PutUint64(d[8*x+16:], zip16(e02hi)|zip16(o13hi)<<16)
+		le.PutUint64(d[8*x+24:], zip16(e02hi>>32)|zip16(o13hi>>32)<<16)
+	}
+	for ; x < count; x++ {
+		copy(d[8*x:8*x+2], s0[2*x:])
+		copy(d[8*x+2:8*x+4], s1[2*x:])
+		copy(d[8*x+4:8*x+6], s2[2*x:])
+		copy(d[8*x+6:8*x+8], s3[2*x:])
+	}
+}
+
+// One-byte elements, factor 2: 16 input bytes make 8 bytes of each row.
+func deint1x2(dst []byte, rs int, src []byte, count int) {
+	d0, d1 := dst[:count], dst[rs:rs+count]
+	s := src[:2*count]
+	x := 0
+	for ; x+8 <= count; x += 8 {
+		a, b := le.Uint64(s[2*x:]), le.Uint64(s[2*x+8:])
+		le.PutUint64(d0[x:], unzip8(a)|unzip8(b)<<32)
+		le.PutUint64(d1[x:], unzip8(a>>8)|unzip8(b>>8)<<32)
+	}
+	for ; x < count; x++ {
+		d0[x], d1[x] = s[2*x], s[2*x+1]
+	}
+}
+
+func inter1x2(dst []byte, src []byte, rs int, count int) {
+	s0, s1 := src[:count], src[rs:rs+count]
+	d := dst[:2*count]
+	x := 0
+	for ; x+8 <= count; x += 8 {
+		a, b := le.Uint64(s0[x:]), le.Uint64(s1[x:])
+		le.PutUint64(d[2*x:], zip8(a)|zip8(b)<<8)
+		le.PutUint64(d[2*x+8:], zip8(a>>32)|zip8(b>>32)<<8)
+	}
+	for ; x < count; x++ {
+		d[2*x], d[2*x+1] = s0[x], s1[x]
+	}
+}
+
+// One-byte elements, factor 4: 32 input bytes make 8 bytes of each row,
+// by unzipping twice.
+func deint1x4(dst []byte, rs int, src []byte, count int) {
+	d0, d1, d2, d3 := dst[:count], dst[rs:rs+count], dst[2*rs:2*rs+count], dst[3*rs:3*rs+count]
+	s := src[:4*count]
+	x := 0
+	for ; x+8 <= count; x += 8 {
+		a, b, c, d := le.Uint64(s[4*x:]), le.Uint64(s[4*x+8:]), le.Uint64(s[4*x+16:]), le.Uint64(s[4*x+24:])
+		e01, e23 := unzip8(a)|unzip8(b)<<32, unzip8(c)|unzip8(d)<<32
+		o01, o23 := unzip8(a>>8)|unzip8(b>>8)<<32, unzip8(c>>8)|unzip8(d>>8)<<32
+		le.PutUint64(d0[x:], unzip8(e01)|unzip8(e23)<<32)
+		le.PutUint64(d2[x:], unzip8(e01>>8)|unzip8(e23>>8)<<32)
+		le.PutUint64(d1[x:], unzip8(o01)|unzip8(o23)<<32)
+		le.PutUint64(d3[x:], unzip8(o01>>8)|unzip8(o23>>8)<<32)
+	}
+	for ; x < count; x++ {
+		d0[x], d1[x], d2[x], d3[x] = s[4*x], s[4*x+1], s[4*x+2], s[4*x+3]
+	}
+}
+
+func inter1x4(dst []byte, src []byte, rs int, count int) {
+	s0, s1, s2, s3 := src[:count], src[rs:rs+count], src[2*rs:2*rs+count], src[3*rs:3*rs+count]
+	d := dst[:4*count]
+	x := 0
+	for ; x+8 <= count; x += 8 {
+		r0, r1, r2, r3 := le.Uint64(s0[x:]), le.Uint64(s1[x:]), le.Uint64(s2[x:]), le.Uint64(s3[x:])
+		e02lo, e02hi := zip8(r0)|zip8(r2)<<8, zip8(r0>>32)|zip8(r2>>32)<<8
+		o13lo, o13hi := zip8(r1)|zip8(r3)<<8, zip8(r1>>32)|zip8(r3>>32)<<8
+		le.PutUint64(d[4*x:], zip8(e02lo)|zip8(o13lo)<<8)
+		le.PutUint64(d[4*x+8:], zip8(e02lo>>32)|zip8(o13lo>>32)<<8)
+		le.PutUint64(d[4*x+16:], zip8(e02hi)|zip8(o13hi)<<8)
+		le.PutUint64(d[4*x+24:], zip8(e02hi>>32)|zip8(o13hi>>32)<<8)
+	}
+	for ; x < count; x++ {
+		d[4*x], d[4*x+1], d[4*x+2], d[4*x+3] = s0[x], s1[x], s2[x], s3[x]
+	}
+}
