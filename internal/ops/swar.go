@@ -22,13 +22,13 @@ type (
 func fastDeint(e, n int) deintFunc {
 	switch {
 	case e == 4 && n == 2:
-		return deint4x2
+		return deint4x2p
 	case e == 2 && n == 2:
-		return deint2x2
+		return deint2x2p
 	case e == 1 && n == 2:
 		return deint1x2
 	case e == 1 && n == 4:
-		return deint1x4
+		return deint1x4p
 	case e == 2 && n == 4:
 		return deint2x4
 	case e == 8 && n == 2:
@@ -43,7 +43,7 @@ func fastDeint(e, n int) deintFunc {
 func fastInter(e, n int) interFunc {
 	switch {
 	case e == 4 && n == 2:
-		return inter4x2
+		return inter4x2p
 	case e == 2 && n == 2:
 		return inter2x2
 	case e == 1 && n == 2:
