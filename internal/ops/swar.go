@@ -18,8 +18,24 @@ type (
 	interFunc func(dst []byte, src []byte, rowStride int, count int)
 )
 
-// fastDeint returns the kernel for element size e and factor n, or nil.
+// fastDeint returns the kernel for element size e and factor n, or nil:
+// an architecture's vector kernel where there is one, else a portable one.
 func fastDeint(e, n int) deintFunc {
+	if f := archDeint(e, n); f != nil {
+		return f
+	}
+	return portableDeint(e, n)
+}
+
+// fastInter is fastDeint's inverse.
+func fastInter(e, n int) interFunc {
+	if f := archInter(e, n); f != nil {
+		return f
+	}
+	return portableInter(e, n)
+}
+
+func portableDeint(e, n int) deintFunc {
 	switch {
 	case e == 4 && n == 2:
 		return deint4x2p
@@ -39,8 +55,7 @@ func fastDeint(e, n int) deintFunc {
 	return nil
 }
 
-// fastInter returns the kernel for element size e and factor n, or nil.
-func fastInter(e, n int) interFunc {
+func portableInter(e, n int) interFunc {
 	switch {
 	case e == 4 && n == 2:
 		return inter4x2p

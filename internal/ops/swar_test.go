@@ -8,33 +8,40 @@ import (
 
 func TestSWARKernels(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
-	for _, e := range []int{1, 2, 4, 8} {
-		for _, n := range []int{2, 3, 4} {
-			deint, inter := fastDeint(e, n), fastInter(e, n)
-			if (deint == nil) != (inter == nil) {
-				t.Fatalf("e%d n%d: de-interleave and interleave must come in pairs", e, n)
-			}
-			if deint == nil {
-				continue
-			}
-			for count := 0; count < 70; count++ {
-				rs := e*count + rng.Intn(3)*e // rows may have gaps between them
-				src := randomBytes(rng, n*e*count)
-				got := randomBytes(rng, rs*(n-1)+e*count)
-				want := append([]byte(nil), got...)
-				for l := 0; l < n; l++ {
-					for x := 0; x < count; x++ {
-						copy(want[l*rs+x*e:l*rs+x*e+e], src[(x*n+l)*e:])
+	kinds := []struct {
+		name  string
+		deint func(e, n int) deintFunc
+		inter func(e, n int) interFunc
+	}{{"fast", fastDeint, fastInter}, {"portable", portableDeint, portableInter}}
+	for _, kind := range kinds {
+		for _, e := range []int{1, 2, 4, 8} {
+			for _, n := range []int{2, 3, 4} {
+				deint, inter := kind.deint(e, n), kind.inter(e, n)
+				if (deint == nil) != (inter == nil) {
+					t.Fatalf("e%d n%d: de-interleave and interleave must come in pairs", e, n)
+				}
+				if deint == nil {
+					continue
+				}
+				for count := 0; count < 70; count++ {
+					rs := e*count + rng.Intn(3)*e // rows may have gaps between them
+					src := randomBytes(rng, n*e*count)
+					got := randomBytes(rng, rs*(n-1)+e*count)
+					want := append([]byte(nil), got...)
+					for l := 0; l < n; l++ {
+						for x := 0; x < count; x++ {
+							copy(want[l*rs+x*e:l*rs+x*e+e], src[(x*n+l)*e:])
+						}
 					}
-				}
-				deint(got, rs, src, count)
-				if !bytes.Equal(got, want) {
-					t.Fatalf("deint e%d n%d count %d: wrong bytes", e, n, count)
-				}
-				back := randomBytes(rng, len(src))
-				inter(back, got, rs, count)
-				if !bytes.Equal(back, src) {
-					t.Fatalf("inter e%d n%d count %d: not the inverse", e, n, count)
+					deint(got, rs, src, count)
+					if !bytes.Equal(got, want) {
+						t.Fatalf("%s deint e%d n%d count %d: wrong bytes", kind.name, e, n, count)
+					}
+					back := randomBytes(rng, len(src))
+					inter(back, got, rs, count)
+					if !bytes.Equal(back, src) {
+						t.Fatalf("%s inter e%d n%d count %d: not the inverse", kind.name, e, n, count)
+					}
 				}
 			}
 		}
@@ -86,7 +93,8 @@ func BenchmarkSWAR(b *testing.B) {
 		e, n int
 	}{{"deint4x2-slices", deint4x2, 4, 2}, {"deint4x2-pointers", deint4x2p, 4, 2},
 		{"deint1x4-slices", deint1x4, 1, 4}, {"deint1x4-pointers", deint1x4p, 1, 4},
-		{"deint2x2-slices", deint2x2, 2, 2}, {"deint2x2-pointers", deint2x2p, 2, 2}} {
+		{"deint2x2-slices", deint2x2, 2, 2}, {"deint2x2-pointers", deint2x2p, 2, 2},
+		{"deint4x2-fast", fastDeint(4, 2), 4, 2}, {"deint1x4-fast", fastDeint(1, 4), 1, 4}, {"deint2x2-fast", fastDeint(2, 2), 2, 2}} {
 		b.Run(k.name, func(b *testing.B) {
 			src := make([]byte, k.e*k.n*count)
 			dst := make([]byte, k.e*k.n*count)

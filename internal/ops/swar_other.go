@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package ops
+
+// Other architectures use the portable kernels of swar.go.
+func archDeint(e, n int) deintFunc { return nil }
+func archInter(e, n int) interFunc { return nil }
