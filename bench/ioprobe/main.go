@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command ioprobe measures the I/O primitives depthspace can build on, on
 // this machine: reading a file through a mapping (plain, MADV_SEQUENTIAL,
 // MAP_POPULATE) or with pread into a reused buffer, and writing one through a

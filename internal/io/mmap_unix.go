@@ -5,6 +5,8 @@ package fileio
 import (
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 func mapReadOnly(f *os.File, size int64) ([]byte, func() error, error) {
@@ -16,7 +18,7 @@ func mapReadOnly(f *os.File, size int64) ([]byte, func() error, error) {
 		return nil, nil, err
 	}
 	// The kernels read the input front to back; let the kernel read ahead.
-	_ = syscall.Madvise(b, syscall.MADV_SEQUENTIAL)
+	_ = unix.Madvise(b, unix.MADV_SEQUENTIAL)
 	return b, func() error { return syscall.Munmap(b) }, nil
 }
 

@@ -31,7 +31,7 @@ func (p *Plan) Run(dst, src []byte, threads int) error {
 // dst holds just those output items, src the whole input. It lets an output
 // be produced item by item in bounded memory (a pipe, stdout).
 func (p *Plan) RunItems(dst, src []byte, first, count, threads int) error {
-	if len(src) != p.Bytes() || first < 0 || count < 0 || first+count > p.Out[0] {
+	if len(src) != p.Bytes() || first < 0 || count < 0 || first > p.Out[0] || count > p.Out[0]-first {
 		return fmt.Errorf("internal error: items [%d,%d) of %d", first, first+count, p.Out[0])
 	}
 	itemBytes := 0

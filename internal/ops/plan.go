@@ -90,6 +90,7 @@ type Block []int
 
 // ParseBlock reads "2" or "2x3" (also "2,3").
 func ParseBlock(s string) (Block, error) {
+	s = strings.TrimSpace(s)
 	if s == "" {
 		return nil, fmt.Errorf("empty block size")
 	}
