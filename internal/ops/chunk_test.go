@@ -85,3 +85,38 @@ func TestChunkerRefusesFortran(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// The memory a streamed run needs is one chunk, never more than one batch
+// item, for every op, order and layout, reading a pipe or writing one
+// (docs/performance.md tabulates these sizes).
+func TestChunkBoundsForStreams(t *testing.T) {
+	const budget = 2 << 20
+	for _, op := range []Op{SpaceToDepth, DepthToSpace} {
+		for _, order := range []Order{DCR, CRD} {
+			for _, layout := range []Layout{NCHW, NHWC} {
+				shape := []int{4, 64, 512, 512}
+				if layout == NHWC {
+					shape = []int{4, 512, 512, 64}
+				}
+				p, err := NewPlan(Request{Op: op, Order: order, Layout: layout, Block: Block{2}}, shape, 4, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				item := p.Bytes() / 4
+				for _, seq := range [][2]bool{{false, false}, {true, false}, {false, true}} {
+					ck, err := p.Chunker(budget, seq[0], seq[1])
+					if err != nil {
+						t.Fatal(err)
+					}
+					if ck.MaxBytes() > item {
+						t.Errorf("%s %s %s seq %v: chunks of %d bytes, over one item (%d)", op, order, layout, seq, ck.MaxBytes(), item)
+					}
+					if !seq[0] && !seq[1] && ck.MaxBytes() > budget {
+						t.Errorf("%s %s %s: file chunks of %d bytes over the budget", op, order, layout, ck.MaxBytes())
+					}
+					t.Logf("%s %s %s stdin=%v stdout=%v: chunk %d KiB (item %d KiB)", op, order, layout, seq[0], seq[1], ck.MaxBytes()>>10, item>>10)
+				}
+			}
+		}
+	}
+}
