@@ -19,8 +19,11 @@ type Header struct {
 	Fortran bool
 }
 
-// Elements is the number of elements, or -1 if it overflows.
-func (h Header) Elements() int {
+// nonZero multiplies the non-zero dimensions: a zero dimension makes a
+// tensor empty but, as in numpy, does not make an absurd shape acceptable.
+// It returns -1 on a negative dimension or overflow, and whether a zero was
+// seen.
+func (h Header) nonZero() (int, bool) {
 	n, zero := 1, false
 	for _, d := range h.Shape {
 		if d == 0 {
@@ -29,25 +32,36 @@ func (h Header) Elements() int {
 		}
 		hi, lo := bits.Mul64(uint64(n), uint64(d))
 		if d < 0 || hi != 0 || lo > math.MaxInt64 {
-			return -1
+			return -1, zero
 		}
 		n = int(lo)
 	}
-	if zero {
+	return n, zero
+}
+
+// Elements is the number of elements, or -1 if it overflows.
+func (h Header) Elements() int {
+	n, zero := h.nonZero()
+	if n >= 0 && zero {
 		return 0
 	}
 	return n
 }
 
-// DataBytes is the size of the element data, or -1 if it overflows int64.
+// DataBytes is the size of the element data, or -1 if it (or the same
+// shape without its zero dimensions) overflows int64, which numpy refuses
+// as "array is too big".
 func (h Header) DataBytes() int64 {
-	n := h.Elements()
+	n, zero := h.nonZero()
 	if n < 0 {
 		return -1
 	}
 	hi, lo := bits.Mul64(uint64(n), uint64(h.DType.Size))
 	if hi != 0 || lo > math.MaxInt64 {
 		return -1
+	}
+	if zero {
+		return 0
 	}
 	return int64(lo)
 }
@@ -73,6 +87,9 @@ func ParseShape(s string) ([]int, error) {
 	out := make([]int, 0, len(parts))
 	for _, p := range parts {
 		v, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
+		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+			return nil, fmt.Errorf("shape %q: dimension %s is too large", s, strings.TrimSpace(p))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("shape %q: %q is not an integer", s, strings.TrimSpace(p))
 		}

@@ -20,12 +20,13 @@ const TempPattern = ".%s.depthspace-*.tmp"
 // target's directory, renamed over the target by Commit; until then the
 // target is untouched. For standard output it is a plain stream.
 type Output struct {
-	Name  string // as the user wrote it; "-" is standard output
-	w     io.Writer
-	f     *os.File
-	tmp   string
-	unmap func() error
-	done  bool
+	Name   string // as the user wrote it; "-" is standard output
+	w      io.Writer
+	f      *os.File
+	tmp    string
+	unmap  func() error
+	closer io.Closer // a device or FIFO opened as a stream
+	done   bool
 }
 
 var filePerm = 0o666 &^ umask()
@@ -41,8 +42,20 @@ func Create(name string, stdout io.Writer) (*Output, error) {
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("output directory %s is not a directory", dir)
 	}
-	if fi, err := os.Stat(name); err == nil && fi.IsDir() {
-		return nil, errors.New("output is a directory")
+	if fi, err := os.Stat(name); err == nil {
+		switch {
+		case fi.IsDir():
+			return nil, errors.New("output is a directory")
+		case !fi.Mode().IsRegular():
+			// A device, FIFO or socket (-o /dev/null, -o >(gzip)): write to
+			// it as a stream. Renaming a temporary file over it would
+			// replace the device itself.
+			f, err := os.OpenFile(name, os.O_WRONLY, 0)
+			if err != nil {
+				return nil, unwrapPath(err)
+			}
+			return &Output{Name: name, w: f, closer: f}, nil
+		}
 	}
 	f, err := os.CreateTemp(dir, fmt.Sprintf(TempPattern, filepath.Base(name)))
 	if err != nil {
@@ -127,7 +140,11 @@ func (o *Output) Commit() error {
 	}
 	o.done = true
 	if o.f == nil {
-		return nil // a stream: every byte was written as it came
+		// A stream: every byte was written as it came.
+		if o.closer != nil {
+			return unwrapPath(o.closer.Close())
+		}
+		return nil
 	}
 	var err error
 	if o.unmap != nil {
@@ -160,6 +177,9 @@ func (o *Output) Abort() {
 	if o.f != nil {
 		o.f.Close()
 		untrackRemove(o.tmp)
+	}
+	if o.closer != nil {
+		o.closer.Close()
 	}
 }
 
@@ -202,6 +222,12 @@ func untrackRemove(name string) {
 // SIGHUP arrives, then exits with the status a shell expects (128 + signal).
 // Targets are never touched: they are replaced only by a rename.
 func HandleSignals() {
+	signalsOnce.Do(handleSignals)
+}
+
+var signalsOnce sync.Once
+
+func handleSignals() {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	go func() {
