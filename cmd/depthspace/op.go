@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/depthspace/depthspace/internal/batch"
 	"github.com/depthspace/depthspace/internal/format"
 	"github.com/depthspace/depthspace/internal/ops"
 	"github.com/depthspace/depthspace/internal/pipeline"
@@ -43,6 +44,18 @@ var opSpaceToDepth = opKind{
   # Raw bytes need a description
   depthspace s2d -b 4 --from raw --dtype uint8 --shape 16,3,2048,2048 frames.bin -o out.npy
 
+  # A batch: walk data/ (.npy .json .raw .bin files), keep relative paths under out/
+  depthspace s2d -b 2 --out-dir out/ data/
+  depthspace s2d -b 2 --out-dir out/ a.npy b.npy c.json --to npy   # out/a.npy out/b.npy out/c.npy
+
+  # Machine 3 of 16 does its share; resume after an interruption
+  depthspace s2d -b 2 --out-dir out/ --shard 3/16 data/
+  depthspace s2d -b 2 --out-dir out/ --skip-existing data/
+
+  # Progress lines in a log; one JSON record per file for scripts
+  depthspace s2d -b 2 --out-dir out/ --progress always data/ 2>progress.log
+  depthspace s2d -b 2 --out-dir out/ --json data/ | jq -r 'select(.status=="failed") | .input'
+
 Equivalent operators:
   ONNX SpaceToDepth                      --order dcr --layout nchw (the defaults)
   DirectML SPACE_TO_DEPTH1 DEPTH_COLUMN_ROW / COLUMN_ROW_DEPTH   --order dcr / crd
@@ -66,6 +79,18 @@ var opDepthToSpace = opKind{
   # A Unix filter
   cat in.npy | depthspace d2s -b 2 > out.npy
 
+  # A batch: files and directory trees, relative paths kept under out/
+  depthspace d2s -b 2 --order crd --out-dir out/ a.npy b.npy c.json
+  depthspace d2s -b 2 --out-dir out/ data/
+
+  # Machine 3 of 16 does its share; resume after an interruption
+  depthspace d2s -b 2 --out-dir out/ --shard 3/16 data/
+  depthspace d2s -b 2 --out-dir out/ --skip-existing data/
+
+  # Progress lines in a log; one JSON record per file for scripts
+  depthspace d2s -b 2 --out-dir out/ --progress always data/ 2>progress.log
+  depthspace d2s -b 2 --out-dir out/ --json data/ > records.jsonl
+
 Equivalent operators:
   ONNX DepthToSpace mode=DCR / mode=CRD  --order dcr / crd
   DirectML DEPTH_TO_SPACE1 DEPTH_COLUMN_ROW / COLUMN_ROW_DEPTH   --order dcr / crd
@@ -81,12 +106,22 @@ type opFlags struct {
 	from, to             string
 	dtype, shape         string
 	threads              int
+
+	// A batch (--out-dir): many inputs, one output directory.
+	outDir       string
+	shard        string
+	skipExisting bool
+	progress     string
+	json         bool
 }
+
+// batchOnly are the flags that mean something only with --out-dir.
+var batchOnly = []string{"shard", "skip-existing", "progress", "json"}
 
 func newOpCmd(s *streams, k opKind) *cobra.Command {
 	f := &opFlags{}
 	cmd := &cobra.Command{
-		Use:     k.use + " -b BLOCK [flags] [INPUT]",
+		Use:     k.use + " -b BLOCK [flags] [INPUT | --out-dir DIR INPUT...]",
 		Aliases: []string{k.alias},
 		Short:   k.short,
 		Long: k.short + `.
@@ -95,14 +130,30 @@ INPUT is an .npy, raw or JSON tensor file, or - for standard input (the
 default when no INPUT is given). The result goes to -o PATH, written to a
 temporary file and renamed into place when complete, or to standard output.
 
+With --out-dir DIR, any number of INPUTs, files or directories, make a
+batch. Directories are walked recursively (symbolic links followed, loops
+reported) for .npy, .json, .raw and .bin files, in byte-wise sorted order
+of their paths relative to the directory; each result goes to DIR/REL (a
+file argument: DIR/NAME), with the extension of --to's format if --to is
+given. A file that fails is reported and the batch goes on; a summary ends
+the run, and the exit status is 2 if any file failed. See docs/batch.md.
+
 Index formula (K spatial axes, blocks b1..bK, B = b1*...*bK, kk the
 row-major block offset):
-  out[n, ch, o1..oK] = in[n, c, o1*b1+k1, ..., oK*bK+kK]   (space-to-depth)
-  ch = kk*C + c (dcr)    ch = c*B + kk (crd)
+
+    out[n, ch, o1..oK] = in[n, c, o1*b1+k1, ..., oK*bK+kK]   (space-to-depth)
+    ch = kk*C + c (dcr)    ch = c*B + kk (crd)
+
 depth-to-space is the exact inverse with the same --order.`,
 		Example: k.example,
-		Args:    cobra.MaximumNArgs(1),
+		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.checkMode(cmd, args); err != nil {
+				return err
+			}
+			if f.outDir != "" {
+				return f.runBatch(k.op, args, s)
+			}
 			opts, err := f.options(k.op, args, s)
 			if err != nil {
 				return err
@@ -120,13 +171,80 @@ depth-to-space is the exact inverse with the same --order.`,
 	fl.StringVar(&f.to, "to", "", "output format: npy, raw or json (default: by -o's extension, else the input's format)")
 	fl.StringVar(&f.dtype, "dtype", "", "element type of raw input or a bare JSON array (float32, uint8, f4, >i2, bfloat16, FLOAT16, ...)")
 	fl.StringVar(&f.shape, "shape", "", "shape of raw input, as D1,D2,...")
-	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work")
+	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work (in a batch: across and within files)")
+	fl.StringVar(&f.outDir, "out-dir", "", "batch: write each INPUT's result under `DIR`, relative paths kept (created if missing)")
+	fl.StringVar(&f.shard, "shard", "", "batch: do only shard `K/N` of the sorted file list (0 <= K < N), for N processes or machines")
+	fl.BoolVar(&f.skipExisting, "skip-existing", false, "batch: skip files whose output exists (outputs are atomic, so complete): resume")
+	fl.StringVar(&f.progress, "progress", "auto", "batch: progress on stderr: auto (a bar on a terminal), always (plain lines elsewhere), never")
+	fl.BoolVar(&f.json, "json", false, "batch: one JSON record per file on stdout, then a summary record")
 	_ = cmd.MarkFlagRequired("block")
 	registerCompletions(cmd)
 	return cmd
 }
 
-func (f *opFlags) options(op ops.Op, args []string, s *streams) (*pipeline.Options, error) {
+// checkMode refuses flag combinations that mix the one-input and the
+// batch forms.
+func (f *opFlags) checkMode(cmd *cobra.Command, args []string) error {
+	if f.outDir == "" {
+		if cmd.Flags().Changed("out-dir") {
+			return errors.New("--out-dir needs a directory name")
+		}
+		for _, name := range batchOnly {
+			if cmd.Flags().Changed(name) {
+				return fmt.Errorf("--%s is for batches: give --out-dir DIR", name)
+			}
+		}
+		if len(args) > 1 {
+			return fmt.Errorf("%d inputs need --out-dir DIR (-o names the output of one input)", len(args))
+		}
+		return nil
+	}
+	if cmd.Flags().Changed("output") {
+		return errors.New("-o and --out-dir cannot be used together: -o is the output of one input, --out-dir the directory of a batch")
+	}
+	if len(args) == 0 {
+		return errors.New("--out-dir needs at least one INPUT file or directory")
+	}
+	return nil
+}
+
+// runBatch runs the --out-dir form: every file of every INPUT, the
+// failures reported as they come, the summary at the end.
+func (f *opFlags) runBatch(op ops.Op, args []string, s *streams) error {
+	job, err := f.job(op)
+	if err != nil {
+		return err
+	}
+	opts := batch.Options{
+		Inputs: args, OutDir: f.outDir, Job: *job, Threads: f.threads,
+		SkipExisting: f.skipExisting, Stderr: s.err,
+	}
+	if f.shard != "" {
+		if opts.Shard, err = batch.ParseShard(f.shard); err != nil {
+			return err
+		}
+	}
+	if opts.Progress, err = batch.ParseProgress(f.progress, s.stderrIsTTY()); err != nil {
+		return err
+	}
+	if f.json {
+		opts.JSON = s.out
+	}
+	sum, err := batch.Run(opts)
+	if err != nil {
+		return err
+	}
+	if sum.Failed > 0 {
+		// The summary is the last line either way; main prints this one
+		// as "depthspace: …" and exits 2.
+		return errors.New(sum.String())
+	}
+	fmt.Fprintln(s.err, "depthspace: "+sum.String())
+	return nil
+}
+
+// job is what every run shares: the operation and the formats.
+func (f *opFlags) job(op ops.Op) (*pipeline.Options, error) {
 	block, err := ops.ParseBlock(f.block)
 	if err != nil {
 		return nil, err
@@ -142,21 +260,10 @@ func (f *opFlags) options(op ops.Op, args []string, s *streams) (*pipeline.Optio
 	if f.threads < 1 {
 		return nil, fmt.Errorf("--threads %d must be at least 1", f.threads)
 	}
-	input := "-"
-	if len(args) == 1 {
-		input = args[0]
-	} else if s.stdinIsTTY() {
-		return nil, errors.New("no input: give a file, or - to read standard input")
-	}
 	opts := &pipeline.Options{
 		Request: ops.Request{Op: op, Order: order, Layout: layout, Block: block},
-		Source: pipeline.Source{
-			Path: input, DType: f.dtype, Shape: f.shape, Stdin: s.in, Stream: true,
-		},
-		Output:    f.output,
-		Threads:   f.threads,
-		Stdout:    s.out,
-		StdoutTTY: s.stdoutIsTTY(),
+		Source:  pipeline.Source{DType: f.dtype, Shape: f.shape},
+		Threads: f.threads,
 	}
 	if f.from != "" {
 		if opts.From, err = format.ParseKind(f.from); err != nil {
@@ -168,6 +275,23 @@ func (f *opFlags) options(op ops.Op, args []string, s *streams) (*pipeline.Optio
 			return nil, err
 		}
 	}
+	return opts, nil
+}
+
+// options is the one-input form: INPUT (or standard input) to -o.
+func (f *opFlags) options(op ops.Op, args []string, s *streams) (*pipeline.Options, error) {
+	opts, err := f.job(op)
+	if err != nil {
+		return nil, err
+	}
+	input := "-"
+	if len(args) == 1 {
+		input = args[0]
+	} else if s.stdinIsTTY() {
+		return nil, errors.New("no input: give a file, or - to read standard input")
+	}
+	opts.Path, opts.Stdin, opts.Stream = input, s.in, true
+	opts.Output, opts.Stdout, opts.StdoutTTY = f.output, s.out, s.stdoutIsTTY()
 	return opts, nil
 }
 
@@ -185,6 +309,11 @@ func registerCompletions(cmd *cobra.Command) {
 	_ = cmd.RegisterFlagCompletionFunc("to", fixed("npy", "raw", "json"))
 	_ = cmd.RegisterFlagCompletionFunc("block", fixed("2", "3", "4", "2x2", "2x3"))
 	_ = cmd.RegisterFlagCompletionFunc("dtype", fixed(strings.Fields("float32 float16 bfloat16 float64 int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool complex64 complex128")...))
+	_ = cmd.RegisterFlagCompletionFunc("progress", fixed("auto\ta bar when stderr is a terminal", "always\ta bar, or plain lines when stderr is not a terminal", "never\tonly the summary"))
+	_ = cmd.RegisterFlagCompletionFunc("shard", fixed()) // K/N: nothing to offer, and not a file
+	_ = cmd.RegisterFlagCompletionFunc("out-dir", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return nil, cobra.ShellCompDirectiveFilterDirs
+	})
 	cmd.ValidArgsFunction = func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"npy", "json", "raw", "bin"}, cobra.ShellCompDirectiveFilterFileExt
 	}

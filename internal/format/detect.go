@@ -13,6 +13,12 @@ const (
 	KindNpy  Kind = "npy"
 	KindRaw  Kind = "raw"
 	KindJSON Kind = "json"
+	// KindONNX is one ONNX TensorProto, as in the .pb files of ONNX's
+	// test_data_set directories (onnx.go).
+	KindONNX Kind = "onnx"
+	// KindNpz is a numpy savez / savez_compressed archive: one npy tensor
+	// per member (npz.go).
+	KindNpz Kind = "npz"
 )
 
 // ParseKind reads a --from/--to value.
@@ -24,13 +30,16 @@ func ParseKind(s string) (Kind, error) {
 		return KindRaw, nil
 	case "json":
 		return KindJSON, nil
-	case "onnx", "pb", "npz":
-		return "", fmt.Errorf("format %q is not supported yet", s)
+	case "onnx", "pb":
+		return KindONNX, nil
+	case "npz":
+		return KindNpz, nil
 	}
-	return "", fmt.Errorf("unknown format %q (want npy, raw or json)", s)
+	return "", fmt.Errorf("unknown format %q (want npy, raw, json, onnx or npz)", s)
 }
 
-// KindByExtension names the format a file name implies, or "".
+// KindByExtension names the format a file name implies, or "". A .onnx
+// file is a whole model, not a tensor: ExtensionError says so.
 func KindByExtension(name string) Kind {
 	switch strings.ToLower(filepath.Ext(name)) {
 	case ".npy":
@@ -39,15 +48,32 @@ func KindByExtension(name string) Kind {
 		return KindJSON
 	case ".raw", ".bin":
 		return KindRaw
+	case ".pb":
+		return KindONNX
+	case ".npz":
+		return KindNpz
 	}
 	return ""
 }
 
-// Sniff names the format the first bytes imply: the npy magic, or JSON's
-// opening '[' or '{' after white space. Raw data has no signature.
+// ExtensionError refuses a file name whose extension names something that
+// is not a tensor (an ONNX model), or nil.
+func ExtensionError(name string) error {
+	if strings.EqualFold(filepath.Ext(name), ".onnx") {
+		return fmt.Errorf("a .onnx file is a model, not a tensor; depthspace reads ONNX TensorProto files (.pb, as in test_data_set_*/input_0.pb): save the tensor with onnx.numpy_helper.from_array, or use --from/--to onnx to force it")
+	}
+	return nil
+}
+
+// Sniff names the format the first bytes imply: the npy magic, the zip
+// magic of an npz, or JSON's opening '[' or '{' after white space. Raw data
+// and ONNX protobuf have no signature.
 func Sniff(data []byte) Kind {
 	if strings.HasPrefix(string(data[:min(len(data), 6)]), NpyMagic) {
 		return KindNpy
+	}
+	if strings.HasPrefix(string(data[:min(len(data), 4)]), zipMagic) {
+		return KindNpz
 	}
 	for _, c := range data[:min(len(data), 4096)] {
 		switch c {

@@ -219,3 +219,37 @@ func TestReadNpyBoundedByHeaderLimit(t *testing.T) {
 		t.Fatalf("a 1 MiB header length in a 13-byte stream: %v", err)
 	}
 }
+
+// Found while writing testdata/scripts/hostile_shape_flag.txtar: ParseShape
+// called a dimension that does not fit in int64 "not an integer"; it is
+// one, and the message says it is too large, as the npy header parser does.
+func TestParseShapeHugeDimensionMessage(t *testing.T) {
+	_, err := ParseShape("1,1,99999999999999999999,2")
+	if err == nil || !strings.Contains(err.Error(), "too large") || strings.Contains(err.Error(), "not an integer") {
+		t.Errorf("got %v, want an error saying the dimension is too large", err)
+	}
+}
+
+// Found by FuzzNpyHeader and FuzzRawDescription (testdata/fuzz/*/
+// c023f85f6f0a5cc6, 9c74356728e3e3f5): Header.DataBytes of a zero-size
+// shape was 0 even when the product of its non-zero dimensions times the
+// element size overflows int64. numpy refuses such an array ("array is too
+// big"), Elements refused the same case for the element count, and an npy
+// file written with this header (depthspace keeps shapes) could not be
+// loaded by numpy.
+func TestDataBytesZeroSizeOverflow(t *testing.T) {
+	s7, _ := ParseDType("S7")
+	s8, _ := ParseDType("S8")
+	for _, h := range []Header{
+		{DType: s7, Shape: []int{0, 0, 700000000000000000, 2}},
+		{DType: s8, Shape: []int{0, 7000000000, 170000000}},
+	} {
+		if got := h.DataBytes(); got != -1 {
+			t.Errorf("%s %v: DataBytes %d, want -1 (numpy: array is too big)", h.DType, h.Shape, got)
+		}
+	}
+	pre := npyWith(1, "{'descr': '|S7', 'fortran_order': False, 'shape': (0, 700000000000000000, 2), }\n")
+	if _, err := ParseNpy(pre); err == nil {
+		t.Error("ParseNpy accepts a header numpy refuses as too big")
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"sync/atomic"
 
 	"github.com/depthspace/depthspace/internal/format"
 	fileio "github.com/depthspace/depthspace/internal/io"
@@ -59,7 +61,24 @@ type Tensor struct {
 	// Stream, when set, delivers the element data in order (standard
 	// input, Source.Stream); its length is not checked until it is read.
 	Stream io.Reader
-	input  *fileio.Input
+	// Name is the key of an npz member (np.load's name for it) or the
+	// name of an ONNX TensorProto; "" otherwise.
+	Name string
+	// Compressed says an npz member was deflated (savez_compressed).
+	Compressed bool
+	input      *fileio.Input
+	// members are the arrays of an npz archive, while it is being loaded
+	// (LoadAll hands them out); shared counts the members still open on
+	// the one mapping they all point into.
+	members []*Tensor
+	shared  *sharedInput
+}
+
+// sharedInput is an input whose bytes several tensors (npz members) use:
+// it is closed when the last of them is.
+type sharedInput struct {
+	in   *fileio.Input
+	refs atomic.Int32
 }
 
 // file is the input's open file and the offset of its element data, for
@@ -76,10 +95,25 @@ func (t *Tensor) file() (*os.File, int64) {
 	return t.input.File, off
 }
 
-// Close releases the input's mapping.
+// Close releases the input's mapping (for an npz member, once every
+// member of the archive is closed).
 func (t *Tensor) Close() {
+	if t.shared != nil {
+		if t.shared.refs.Add(-1) == 0 {
+			t.shared.in.Close()
+		}
+		t.shared, t.input = nil, nil
+		return
+	}
 	if t.input != nil {
 		t.input.Close()
+	}
+}
+
+// closeAll closes every tensor of a LoadAll.
+func closeAll(ts []*Tensor) {
+	for _, t := range ts {
+		t.Close()
 	}
 }
 
@@ -91,8 +125,43 @@ func (t *Tensor) Info() os.FileInfo {
 	return t.input.Info
 }
 
-// Load reads and decodes one input.
+// Load reads and decodes one input holding one tensor. An npz archive of
+// one array gives that array; one of several arrays is refused (LoadAll
+// reads them all).
 func Load(src Source) (*Tensor, error) {
+	t, err := load(src)
+	if err != nil {
+		return nil, err
+	}
+	if t.members == nil {
+		return t, nil
+	}
+	if len(t.members) == 1 {
+		return t.members[0], nil
+	}
+	names := make([]string, len(t.members))
+	for i, m := range t.members {
+		names[i] = m.Name
+	}
+	closeAll(t.members)
+	return nil, pathErr(src.Path, fmt.Errorf("is an npz archive of %d arrays (%s); this command reads one tensor", len(names), strings.Join(names, ", ")))
+}
+
+// LoadAll reads and decodes every tensor of one input: the members of an
+// npz archive, in archive order, or the one tensor of any other format.
+// Every tensor returned must be closed.
+func LoadAll(src Source) ([]*Tensor, error) {
+	t, err := load(src)
+	if err != nil {
+		return nil, err
+	}
+	if t.members != nil {
+		return t.members, nil
+	}
+	return []*Tensor{t}, nil
+}
+
+func load(src Source) (*Tensor, error) {
 	if src.Path == "-" && src.Stream {
 		t, err := loadStream(src)
 		var buffered errStdinBuffered
@@ -120,6 +189,9 @@ func Load(src Source) (*Tensor, error) {
 func decode(src Source, in *fileio.Input) (*Tensor, error) {
 	kind := src.From
 	if kind == "" && src.Path != "-" {
+		if err := format.ExtensionError(src.Path); err != nil {
+			return nil, err
+		}
 		kind = format.KindByExtension(src.Path)
 	}
 	if kind == "" {
@@ -199,6 +271,22 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 			return nil, fmt.Errorf("--shape %s does not match the JSON shape %s", format.ShapeString(shape), format.ShapeString(h.Shape))
 		}
 		t.Header, t.Data = h, data
+	case format.KindONNX:
+		ot, err := format.DecodeONNX(in.Data)
+		if err != nil {
+			return nil, err
+		}
+		if want != nil {
+			if ot.DType, err = want.Reinterpret(ot.DType); err != nil {
+				return nil, err
+			}
+		}
+		if shape != nil && format.ShapeString(shape) != format.ShapeString(ot.Shape) {
+			return nil, fmt.Errorf("--shape %s does not match the tensor's dims %s", format.ShapeString(shape), format.ShapeString(ot.Shape))
+		}
+		t.Header, t.Data, t.Name = ot.Header, ot.Data, ot.Name
+	case format.KindNpz:
+		return decodeNpz(in, want, shape)
 	default:
 		return nil, fmt.Errorf("unknown format %q", kind)
 	}
@@ -270,3 +358,36 @@ func loadStream(src Source) (*Tensor, error) {
 type errStdinBuffered struct{ r io.Reader }
 
 func (errStdinBuffered) Error() string { return "internal: stdin buffered" }
+
+// decodeNpz reads every member of an npz archive. The members share the
+// input: a stored member's data is a slice of its mapping.
+func decodeNpz(in *fileio.Input, want *format.DType, shape []int) (*Tensor, error) {
+	ms, err := format.ReadNpz(in.Data)
+	if err != nil {
+		return nil, err
+	}
+	if len(ms) == 0 {
+		return nil, errors.New("the npz archive holds no arrays")
+	}
+	sh := &sharedInput{in: in}
+	container := &Tensor{Kind: format.KindNpz}
+	for _, m := range ms {
+		npy := m.Npy
+		if want != nil {
+			dt, err := want.Reinterpret(npy.DType)
+			if err != nil {
+				return nil, fmt.Errorf("npz member %q: %w", m.Name, err)
+			}
+			npy.DType = dt
+		}
+		if shape != nil && format.ShapeString(shape) != format.ShapeString(npy.Shape) {
+			return nil, fmt.Errorf("npz member %q: --shape %s does not match its shape %s", m.Name, format.ShapeString(shape), format.ShapeString(npy.Shape))
+		}
+		container.members = append(container.members, &Tensor{
+			Header: npy.Header, Kind: format.KindNpz, Data: m.Data, Npy: &npy,
+			Name: m.Name, Compressed: m.Compressed, input: in, shared: sh,
+		})
+	}
+	sh.refs.Store(int32(len(container.members)))
+	return container, nil
+}

@@ -27,6 +27,18 @@ type Options struct {
 	BufferLimit int
 	// ChunkBytes is the chunk size of a streamed run (DefaultChunkBytes).
 	ChunkBytes int
+	// Planner plans the job for one input tensor. Nil plans Request with
+	// ops.NewPlan (space-to-depth, depth-to-space); reorder and convert
+	// give their own (ops.NewReorder, ops.NewCopy).
+	Planner func(shape []int, elemSize int, fortran bool) (*ops.Plan, error)
+}
+
+// plan plans the job for one tensor.
+func (o *Options) plan(t *Tensor) (*ops.Plan, error) {
+	if o.Planner != nil {
+		return o.Planner(t.Shape, t.DType.Size, t.Fortran)
+	}
+	return ops.NewPlan(o.Request, t.Shape, t.DType.Size, t.Fortran)
 }
 
 // DefaultBufferLimit bounds the memory an output buffer may take.
@@ -39,20 +51,29 @@ type Result struct {
 	OutShape      []int
 	DType         string
 	Bytes         int64
+	// Members are the per-array results of an npz input or output, each
+	// with its Name; the fields above then describe the first.
+	Name    string    `json:",omitempty"`
+	Members []*Result `json:",omitempty"`
 }
 
-// Transform runs one job: load, plan, run, store.
+// Transform runs one job: load, plan, run, store. An npz input, or an npz
+// output, is transformed array by array (members.go).
 func Transform(opts Options) (*Result, error) {
-	t, err := Load(opts.Source)
+	ts, err := LoadAll(opts.Source)
 	if err != nil {
 		return nil, err
 	}
-	defer t.Close()
-	plan, err := ops.NewPlan(opts.Request, t.Shape, t.DType.Size, t.Fortran)
-	if err != nil {
-		return nil, pathErr(opts.Path, err)
-	}
+	defer closeAll(ts)
+	t := ts[0]
 	to := outputKind(opts.To, opts.Output, t.Kind)
+	if to == format.KindNpz || len(ts) > 1 {
+		return transformMembers(opts, ts, to)
+	}
+	plan, err := opts.plan(t)
+	if err != nil {
+		return nil, pathErr(opts.Path, memberErr(t, err))
+	}
 	if err := checkOutput(opts, t, to); err != nil {
 		return nil, err
 	}
@@ -61,9 +82,13 @@ func Transform(opts Options) (*Result, error) {
 		err = streamStore(opts, to, out, plan, t)
 	} else {
 		if t.Stream != nil {
-			return nil, pathErr(opts.Path, errors.New("internal error: a streamed input needs a streamed run"))
+			// JSON output and Fortran-order input need the whole tensor.
+			if t.Data, err = readWhole(t.Stream, int64(plan.Bytes())); err != nil {
+				return nil, pathErr("stdin", err)
+			}
+			t.Stream = nil
 		}
-		err = Store(opts.Output, to, out, opts.Stdout, opts.BufferLimit, producer(plan, t, opts.Threads))
+		err = StoreNamed(opts.Output, to, out, t.Name, opts.Stdout, opts.BufferLimit, producer(plan, t, opts.Threads))
 	}
 	if err != nil {
 		return nil, err
@@ -75,6 +100,11 @@ func Transform(opts Options) (*Result, error) {
 // streamStore writes the result chunk by chunk (stream.go): to a file from
 // several workers at once, to standard output in order.
 func streamStore(opts Options, to format.Kind, h format.Header, plan *ops.Plan, t *Tensor) error {
+	if to == format.KindNpz {
+		// One tensor as an archive of one member (members.go).
+		_, err := StoreMembers(opts.Output, opts.Stdout, opts.BufferLimit, memberJobs(opts, []*Tensor{t}, []*ops.Plan{plan}))
+		return err
+	}
 	out, err := fileio.Create(opts.Output, opts.Stdout)
 	if err != nil {
 		return pathErr(opts.Output, err)
@@ -87,9 +117,9 @@ func streamStore(opts Options, to format.Kind, h format.Header, plan *ops.Plan, 
 		}
 		return pathErr(displayName(opts.Output), err)
 	}
-	var preamble []byte
-	if to == format.KindNpy {
-		preamble = format.EncodeNpy(h)
+	preamble, err := preambleFor(to, h, t.Name)
+	if err != nil {
+		return fail(err)
 	}
 	if out.IsFile() {
 		if err := out.Reserve(int64(len(preamble)) + int64(plan.Bytes())); err != nil {
@@ -157,6 +187,18 @@ func checkOutput(opts Options, t *Tensor, to format.Kind) error {
 		if opts.StdoutTTY && to != format.KindJSON {
 			return pathErr("stdout", fmt.Errorf("refusing to write binary %s data to a terminal; use -o FILE, a redirect, or --to json", to))
 		}
+	}
+	if opts.To == "" && opts.Output != "-" {
+		if err := format.ExtensionError(opts.Output); err != nil {
+			return pathErr(opts.Output, err)
+		}
+	}
+	if to == format.KindONNX {
+		if _, err := format.ONNXDataType(t.DType); err != nil {
+			return pathErr(displayName(opts.Output), err)
+		}
+	}
+	if opts.Output == "-" {
 		return nil
 	}
 	if in := t.Info(); in != nil {
@@ -170,14 +212,25 @@ func checkOutput(opts Options, t *Tensor, to format.Kind) error {
 // Store writes a tensor of header h (always C order) produced by p to the
 // output path in format kind, atomically for files.
 func Store(path string, kind format.Kind, h format.Header, stdout io.Writer, limit int, p Producer) error {
+	return StoreNamed(path, kind, h, "", stdout, limit, p)
+}
+
+// StoreNamed is Store for a tensor with a name: the ONNX TensorProto name
+// of an onnx output.
+func StoreNamed(path string, kind format.Kind, h format.Header, name string, stdout io.Writer, limit int, p Producer) error {
 	if limit <= 0 {
 		limit = DefaultBufferLimit
+	}
+	if kind == format.KindNpz {
+		// One tensor as an archive of one member (members.go).
+		_, err := StoreMembers(path, stdout, limit, []MemberJob{{Name: DefaultMemberName, Header: h, Producer: p}})
+		return err
 	}
 	out, err := fileio.Create(path, stdout)
 	if err != nil {
 		return pathErr(path, err)
 	}
-	if err := store(out, kind, h, limit, p); err != nil {
+	if err := store(out, kind, h, name, limit, p); err != nil {
 		out.Abort()
 		return pathErr(displayName(path), err)
 	}
@@ -194,7 +247,7 @@ func displayName(path string) string {
 	return path
 }
 
-func store(out *fileio.Output, kind format.Kind, h format.Header, limit int, p Producer) error {
+func store(out *fileio.Output, kind format.Kind, h format.Header, name string, limit int, p Producer) error {
 	size := h.DataBytes()
 	if kind == format.KindJSON {
 		data := make([]byte, size)
@@ -203,9 +256,9 @@ func store(out *fileio.Output, kind format.Kind, h format.Header, limit int, p P
 		}
 		return format.EncodeJSON(out, h.DType, h.Shape, data)
 	}
-	var preamble []byte
-	if kind == format.KindNpy {
-		preamble = format.EncodeNpy(h)
+	preamble, err := preambleFor(kind, h, name)
+	if err != nil {
+		return err
 	}
 	itemBytes := int64(0)
 	if p.Items > 0 {
@@ -252,4 +305,26 @@ func store(out *fileio.Output, kind format.Kind, h format.Header, limit int, p P
 		}
 	}
 	return w.Flush()
+}
+
+// preambleFor is what precedes the element data of a binary output: the
+// npy header, the ONNX TensorProto fields before raw_data, or nothing.
+func preambleFor(kind format.Kind, h format.Header, name string) ([]byte, error) {
+	switch kind {
+	case format.KindNpy:
+		return format.EncodeNpy(h), nil
+	case format.KindONNX:
+		return format.ONNXPreamble(h, name)
+	case format.KindNpz:
+		return nil, errors.New("internal error: npz output goes through the members path")
+	}
+	return nil, nil
+}
+
+// memberErr names the npz member an error is about.
+func memberErr(t *Tensor, err error) error {
+	if t.Kind == format.KindNpz && t.Name != "" {
+		return fmt.Errorf("npz member %q: %w", t.Name, err)
+	}
+	return err
 }

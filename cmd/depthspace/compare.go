@@ -1,0 +1,116 @@
+package main
+
+import (
+	"runtime"
+
+	"github.com/depthspace/depthspace/internal/compare"
+	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/pipeline"
+	"github.com/spf13/cobra"
+)
+
+// compareFlags are the flags of compare, as the user typed them.
+type compareFlags struct {
+	rtol, atol   float64
+	json         bool
+	threads      int
+	maxReport    int
+	from         string
+	dtype, shape string
+}
+
+func newCompareCmd(s *streams) *cobra.Command {
+	f := &compareFlags{}
+	cmd := &cobra.Command{
+		Use:   "compare [flags] A B",
+		Short: "Tell whether two tensors are equal, or close",
+		Long: `Tell whether two tensors hold the same values. Exit status 0: they do;
+1: they differ (or their shapes or dtypes do); 2: an error.
+
+A is the reference (expected), B the tensor checked (actual).
+
+Without tolerances the comparison is exact, bit for bit: the dtypes must be
+the same (byte order aside) and so must every element's bits, so -0.0
+differs from 0.0 and NaNs are equal only with the same payload.
+
+With --rtol and/or --atol (the one not given is 0) numbers are compared by
+value with numpy's isclose rule, A being the reference:
+  |B - A| <= atol + rtol*|A|
+evaluated in float64 (complex128 when either side is complex), NaN equal
+to NaN at the same position, an infinity equal only to the same infinity.
+Numeric dtypes may then differ (int64 against float32, say); integers are
+converted to float64 as numpy does. --atol 0 alone compares values
+exactly: -0.0 equals 0.0 and any NaN equals any NaN.
+
+The report gives the number of differing elements, the largest absolute
+and relative (|B - A| / |A|) differences over the elements where both are
+finite, and the first differences by index with both values. Fortran-order
+inputs are compared element by element in logical order. Inputs are
+mapped, not loaded, so they may be larger than memory; -j goroutines share
+the work and the report does not depend on their number.`,
+		Example: `  # Exit 0 if identical, 1 if not
+  depthspace compare expected.npy actual.npy
+
+  # Within tolerances, as JSON for a script
+  depthspace compare --rtol 1e-3 --atol 1e-6 --json ref.npy got.npy
+
+  # Compare values across dtypes (float64 reference, float32 result)
+  depthspace compare --atol 0 ref_f64.npy got_f32.npy
+
+  # Raw data needs a description (it applies to both inputs)
+  depthspace compare --dtype f4 --shape 1,8,2,3 a.raw b.raw`,
+		Args: exactArgs("two inputs, A (the reference) and B"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			job, err := f.job(cmd, args, s)
+			if err != nil {
+				return err
+			}
+			rep, err := compare.Files(*job)
+			if err != nil {
+				return err
+			}
+			if f.json {
+				if err := writeJSON(s.out, rep); err != nil {
+					return err
+				}
+			} else if err := rep.WriteText(s.out); err != nil {
+				return err
+			}
+			if !rep.Equal {
+				return errDifferent
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.Float64Var(&f.rtol, "rtol", 0, "relative tolerance: compare values with numpy's isclose rule")
+	fl.Float64Var(&f.atol, "atol", 0, "absolute tolerance: compare values with numpy's isclose rule")
+	fl.BoolVar(&f.json, "json", false, "print the report as one JSON object")
+	fl.IntVar(&f.maxReport, "max-report", compare.DefaultMaxReport, "how many differences to list (the first by index)")
+	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work")
+	fl.StringVar(&f.from, "from", "", "input format of both: npy, raw or json (default: by extension, then by content)")
+	fl.StringVar(&f.dtype, "dtype", "", "element type of raw inputs or bare JSON arrays (float32, f4, FLOAT16, ...)")
+	fl.StringVar(&f.shape, "shape", "", "shape of raw inputs, as D1,D2,...")
+	registerCompletions(cmd)
+	return cmd
+}
+
+func (f *compareFlags) job(cmd *cobra.Command, args []string, s *streams) (*compare.Job, error) {
+	src := pipeline.Source{DType: f.dtype, Shape: f.shape, Stdin: s.in}
+	if f.from != "" {
+		k, err := format.ParseKind(f.from)
+		if err != nil {
+			return nil, err
+		}
+		src.From = k
+	}
+	a, b := src, src
+	a.Path, b.Path = args[0], args[1]
+	return &compare.Job{A: a, B: b, Options: compare.Options{
+		Tolerant:  cmd.Flags().Changed("rtol") || cmd.Flags().Changed("atol"),
+		RTol:      f.rtol,
+		ATol:      f.atol,
+		MaxReport: f.maxReport,
+		Threads:   f.threads,
+	}}, nil
+}

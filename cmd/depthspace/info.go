@@ -1,0 +1,207 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/ops"
+	"github.com/depthspace/depthspace/internal/pipeline"
+	"github.com/spf13/cobra"
+)
+
+// infoFlags are the flags of info, as the user typed them.
+type infoFlags struct {
+	json         bool
+	block        string
+	from         string
+	dtype, shape string
+}
+
+func newInfoCmd(s *streams) *cobra.Command {
+	f := &infoFlags{}
+	cmd := &cobra.Command{
+		Use:   "info [flags] INPUT...",
+		Short: "Describe tensor files: shape, dtype, order and sizes",
+		Long: `Describe tensor files: shape, dtype (numpy name and npy descr), byte
+order, C or Fortran order, npy version, header, data and file bytes, and
+element count. Only headers are read: a file of any size is described at
+once (a JSON input is decoded).
+
+With -b BLOCK, also say for space-to-depth and depth-to-space, in both
+orders (dcr, crd) and both layouts (nchw, nhwc), whether the operation is
+possible on the input and the shape of its result, or why not.
+
+An npz archive is described member by member. --json prints one JSON
+array with one object per tensor (per input, or per npz member), in the
+order given; an input that cannot be read is an object with "path" and
+"error".
+A bad input is reported on standard error and the others are still
+described; the exit status is then 2.`,
+		Example: `  # Shape, dtype, order and sizes
+  depthspace info model_input.npy
+
+  # Several inputs at once, for a script; --dtype and --shape describe raw data
+  depthspace info --json a.npy b.raw --dtype f4 --shape 1,8,2,3
+
+  # Which operations are possible with block 2, and their result shapes
+  depthspace info -b 2 x.npy`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("info needs at least one INPUT (- for standard input) (see '%s --help')", cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runInfo(f, args, s)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.json, "json", false, "print a JSON array, one object per input (per npz member)")
+	fl.StringVarP(&f.block, "block", "b", "", "also tell which operations are possible with this block (2 or 2x3)")
+	fl.StringVar(&f.from, "from", "", "input format: npy, raw or json (default: by extension, then by content)")
+	fl.StringVar(&f.dtype, "dtype", "", "element type of raw input or a bare JSON array (float32, f4, FLOAT16, ...)")
+	fl.StringVar(&f.shape, "shape", "", "shape of raw input, as D1,D2,...")
+	registerCompletions(cmd)
+	return cmd
+}
+
+// infoError is the JSON entry of an input that could not be described.
+type infoError struct {
+	Path  string `json:"path"`
+	Error string `json:"error"`
+}
+
+func runInfo(f *infoFlags, args []string, s *streams) error {
+	var block ops.Block
+	if f.block != "" {
+		b, err := ops.ParseBlock(f.block)
+		if err != nil {
+			return err
+		}
+		block = b
+	}
+	var from format.Kind
+	if f.from != "" {
+		k, err := format.ParseKind(f.from)
+		if err != nil {
+			return err
+		}
+		from = k
+	}
+	stdin := 0
+	for _, a := range args {
+		if a == "-" {
+			stdin++
+		}
+	}
+	if stdin > 1 {
+		return fmt.Errorf("standard input (-) is named %d times", stdin)
+	}
+	var entries []any
+	var failed error
+	for i, path := range args {
+		infos, err := pipeline.Describe(pipeline.Source{Path: path, From: from, DType: f.dtype, Shape: f.shape, Stdin: s.in}, block)
+		if err != nil {
+			// Report it and go on; run prints the last failure itself.
+			if failed != nil {
+				fmt.Fprintln(s.err, "depthspace: "+oneLine(failed.Error()))
+			}
+			failed = err
+			msg := err
+			var pe *pipeline.PathError
+			if errors.As(err, &pe) {
+				msg = pe.Err
+			}
+			entries = append(entries, infoError{Path: path, Error: oneLine(msg.Error())})
+			continue
+		}
+		for j, info := range infos {
+			entries = append(entries, info)
+			if !f.json {
+				if i > 0 || j > 0 {
+					fmt.Fprintln(s.out)
+				}
+				if err := writeInfo(s.out, info); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if f.json {
+		if err := writeJSON(s.out, entries); err != nil {
+			return err
+		}
+	}
+	return failed
+}
+
+// writeJSON prints v as one line of JSON, as encoding/json marshals it
+// (without escaping <, > and &: "<f4" stays readable).
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// writeInfo prints one description for people:
+//
+//	x.npy
+//	  format        npy 1.0
+//	  shape         1,8,4,6
+//	  ...
+func writeInfo(w io.Writer, in *pipeline.Info) error {
+	var b strings.Builder
+	name := in.Path
+	if name == "-" {
+		name = "stdin"
+	}
+	if in.Name != "" {
+		name += fmt.Sprintf(" (%s %q)", map[bool]string{true: "member", false: "tensor"}[in.Format == "npz"], in.Name)
+	}
+	b.WriteString(name + "\n")
+	row := func(k, v string) { fmt.Fprintf(&b, "  %-14s %s\n", k, v) }
+	kind := in.Format
+	switch {
+	case in.Format == "npz" && in.Compressed:
+		kind += " member, deflated, npy " + in.NpyVersion
+	case in.Format == "npz":
+		kind += " member, npy " + in.NpyVersion
+	case in.NpyVersion != "":
+		kind += " " + in.NpyVersion
+	}
+	row("format", kind)
+	shape := format.ShapeString(in.Shape)
+	if len(in.Shape) == 0 {
+		shape = "() (a scalar)"
+	}
+	row("shape", shape)
+	row("dtype", in.DType+" ("+in.Descr+")")
+	row("byte order", map[string]string{"little": "little-endian", "big": "big-endian", "none": "none (single bytes)"}[in.ByteOrder])
+	row("order", map[string]string{"C": "C (row-major)", "F": "Fortran (column-major)"}[in.Order])
+	row("elements", fmt.Sprint(in.Elements))
+	row("element bytes", fmt.Sprint(in.ElementBytes))
+	row("data bytes", fmt.Sprint(in.DataBytes))
+	if in.HeaderBytes != nil {
+		row("header bytes", fmt.Sprint(*in.HeaderBytes))
+	}
+	row("file bytes", fmt.Sprint(in.FileBytes))
+	if in.Ops != nil {
+		fmt.Fprintf(&b, "  with block %s:\n", in.Block)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		for _, op := range in.Ops {
+			result := "-> " + format.ShapeString(op.Shape)
+			if !op.Possible {
+				result = "impossible: " + op.Reason
+			}
+			fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\n", op.Op, op.Order, op.Layout, result)
+		}
+		tw.Flush()
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,300 @@
+// Package batch runs space-to-depth or depth-to-space over many tensor
+// files at once: command-line files and directory trees walked in a fixed
+// order, written under one output directory with their relative paths,
+// optionally one shard of the list (--shard), skipping outputs that
+// already exist (--skip-existing). A file that fails is reported and the
+// batch goes on. Each file is one pipeline.Transform; this package
+// decides which files, in what order, with how many threads each, and
+// reports progress, one JSON record per file and a summary.
+package batch
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/depthspace/depthspace/internal/pipeline"
+)
+
+// Options is one batch.
+type Options struct {
+	Inputs []string // files and directories
+	OutDir string   // created if missing
+	// Job is the template of every file's job: Request, From, To, DType
+	// and Shape are used; Path, Output and Threads are set per file.
+	Job          pipeline.Options
+	Threads      int // -j: shared by all files (see Run)
+	Shard        Shard
+	SkipExisting bool
+	Progress     Progress
+	// ProgressInterval spaces plain progress lines (ProgressInterval).
+	ProgressInterval time.Duration
+	JSON             io.Writer // one Record per file, then the Summary; nil for none
+	Stderr           io.Writer // failures and progress
+}
+
+// Status of one file.
+const (
+	StatusOK      = "ok"
+	StatusSkipped = "skipped"
+	StatusFailed  = "failed"
+)
+
+// Record is what --json prints for one file, one JSON object a line, in
+// the batch's order. Every key is always present; shapes are null and
+// dtype empty when not known (a skipped or failed file).
+type Record struct {
+	Input    string `json:"input"`
+	Output   string `json:"output"`
+	InShape  []int  `json:"in_shape"`
+	OutShape []int  `json:"out_shape"`
+	DType    string `json:"dtype"`
+	Bytes    int64  `json:"bytes"`  // tensor data bytes written; 0 unless ok
+	Status   string `json:"status"` // ok, skipped or failed
+	Error    string `json:"error"`  // why it failed, without the input's path; "" otherwise
+}
+
+// Summary is the end of a batch. With --json it is also the last record,
+// told from the files' records by "summary": true.
+type Summary struct {
+	IsSummary bool    `json:"summary"` // always true
+	Shard     string  `json:"shard"`   // "K/N", or "" for the whole list
+	Total     int     `json:"total"`   // files in the whole list, before --shard
+	Files     int     `json:"files"`   // files of this shard
+	Done      int     `json:"done"`
+	Skipped   int     `json:"skipped"`
+	Failed    int     `json:"failed"`
+	Bytes     int64   `json:"bytes"` // tensor data bytes written
+	Seconds   float64 `json:"seconds"`
+}
+
+// String is the summary line: "120 files: 117 done, 2 skipped, 1 failed;
+// 1.2 GiB written in 3.4s", prefixed with the shard under --shard.
+func (s *Summary) String() string {
+	head := ""
+	if s.Shard != "" {
+		head = fmt.Sprintf("shard %s (%d of %d files): ", s.Shard, s.Files, s.Total)
+	} else {
+		head = fmt.Sprintf("%d files: ", s.Files)
+		if s.Files == 1 {
+			head = "1 file: "
+		}
+	}
+	return fmt.Sprintf("%s%d done, %d skipped, %d failed; %s written in %s", head, s.Done, s.Skipped, s.Failed,
+		FormatBytes(s.Bytes), roundDuration(time.Duration(s.Seconds*float64(time.Second))))
+}
+
+// Run runs a batch. An error is returned only for a problem with the
+// batch as a whole, found before any file is touched (no inputs, an
+// unusable --out-dir, two inputs with the same output); a file that fails
+// is reported on Stderr as "depthspace: PATH: what is wrong", counted in
+// the Summary and, with JSON, recorded, and the batch goes on.
+//
+// -j is shared across and within files: every file gets one thread per
+// chunk of input (pipeline.DefaultChunkBytes), between 1 and Threads, and
+// files start in order as long as their threads fit in Threads. Many small
+// files then run Threads at a time on one thread each; a file of
+// Threads chunks or more runs alone on every thread.
+func Run(opts Options) (*Summary, error) {
+	start := time.Now()
+	if len(opts.Inputs) == 0 {
+		return nil, errors.New("--out-dir needs at least one INPUT file or directory")
+	}
+	threads := max(1, opts.Threads)
+	// The output directory is made only once the list is known to be
+	// good; one that does not exist yet cannot be inside an input.
+	outInfo, err := os.Stat(opts.OutDir)
+	switch {
+	case err == nil && !outInfo.IsDir():
+		return nil, &pipeline.PathError{Path: opts.OutDir, Err: errors.New("--out-dir is not a directory")}
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, &pipeline.PathError{Path: opts.OutDir, Err: unwrap(err)}
+	case err != nil:
+		outInfo = nil
+	}
+	all, err := list(opts.Inputs, opts.OutDir, outInfo, opts.Job.To)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.OutDir, 0o777); err != nil {
+		return nil, &pipeline.PathError{Path: opts.OutDir, Err: fmt.Errorf("cannot create the output directory: %w", unwrap(err))}
+	}
+	var mine []item
+	var bytes int64
+	for i, it := range all {
+		if opts.Shard.Owns(i) {
+			mine = append(mine, it)
+			bytes += it.size
+		}
+	}
+
+	r := &runner{opts: opts, items: mine, records: make([]Record, len(mine)), ready: make([]bool, len(mine)),
+		rep: newReporter(opts.Stderr, opts.Progress, opts.ProgressInterval, len(mine), bytes)}
+	r.free = threads
+	r.cond = sync.NewCond(&r.mu)
+	var wg sync.WaitGroup
+	for i, it := range mine {
+		switch {
+		case it.err != nil:
+			r.finish(i, Record{Input: it.input, Status: StatusFailed}, it.err)
+			continue
+		case opts.SkipExisting && exists(it.output):
+			r.finish(i, Record{Input: it.input, Output: it.output, Status: StatusSkipped}, nil)
+			continue
+		}
+		w := threadsFor(it.size, threads)
+		r.acquire(w)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer r.release(w)
+			rec, err := r.transform(it, w)
+			r.finish(i, rec, err)
+		}()
+	}
+	wg.Wait()
+	r.rep.finish()
+
+	s := &Summary{IsSummary: true, Shard: opts.Shard.String(), Total: len(all), Files: len(mine),
+		Done: r.done, Skipped: r.skipped, Failed: r.failed, Bytes: r.bytes, Seconds: time.Since(start).Seconds()}
+	if opts.JSON != nil {
+		_ = json.NewEncoder(opts.JSON).Encode(s)
+	}
+	return s, nil
+}
+
+// threadsFor is a file's share of -j: one thread per chunk of the
+// streamed run (each thread then has a chunk of its own), at least one,
+// at most all of them.
+func threadsFor(size int64, threads int) int {
+	return int(min(int64(threads), max(1, size/pipeline.DefaultChunkBytes)))
+}
+
+// runner is the state of a running batch.
+type runner struct {
+	opts  Options
+	items []item
+
+	// Threads not in use; a file waits until its share is free.
+	mu   sync.Mutex
+	cond *sync.Cond
+	free int
+
+	// Records come out in list order: finished ones wait for the earlier.
+	out     sync.Mutex
+	records []Record
+	errs    []error
+	ready   []bool
+	next    int
+	rep     *reporter
+
+	done, skipped, failed int
+	bytes                 int64
+
+	dirs sync.Map // output directories made (or found) so far
+}
+
+func (r *runner) made(dir string) bool {
+	_, ok := r.dirs.Load(dir)
+	return ok
+}
+
+func (r *runner) acquire(n int) {
+	r.mu.Lock()
+	for r.free < n {
+		r.cond.Wait()
+	}
+	r.free -= n
+	r.mu.Unlock()
+}
+
+func (r *runner) release(n int) {
+	r.mu.Lock()
+	r.free += n
+	r.mu.Unlock()
+	r.cond.Broadcast()
+}
+
+// transform runs one file's job on threads threads.
+func (r *runner) transform(it item, threads int) (rec Record, err error) {
+	rec = Record{Input: it.input, Output: it.output, Status: StatusFailed}
+	defer func() {
+		if p := recover(); p != nil {
+			// A bug, not bad input: that file fails, the batch goes on.
+			err = &pipeline.PathError{Path: it.input, Err: fmt.Errorf("internal error: %v (please report this)", p)}
+		}
+	}()
+	if dir := filepath.Dir(it.output); !r.made(dir) {
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			return rec, &pipeline.PathError{Path: dir, Err: fmt.Errorf("cannot create the output directory: %w", unwrap(err))}
+		}
+		r.dirs.Store(dir, true)
+	}
+	job := r.opts.Job
+	job.Path, job.Output, job.Threads = it.input, it.output, threads
+	job.Stdin, job.Stream = nil, false
+	job.Stdout, job.StdoutTTY = io.Discard, false
+	res, err := pipeline.Transform(job)
+	if err != nil {
+		return rec, err
+	}
+	rec.InShape, rec.OutShape, rec.DType, rec.Bytes, rec.Status = res.InShape, res.OutShape, res.DType, res.Bytes, StatusOK
+	return rec, nil
+}
+
+// finish records item i's outcome and prints every record that is now
+// next in order.
+func (r *runner) finish(i int, rec Record, err error) {
+	if err != nil {
+		rec.Status = StatusFailed
+		rec.Error = errorText(err, rec.Input)
+	}
+	r.rep.fileDone(r.items[i].size, rec.Status == StatusFailed)
+	r.out.Lock()
+	defer r.out.Unlock()
+	if r.errs == nil {
+		r.errs = make([]error, len(r.items))
+	}
+	r.records[i], r.errs[i], r.ready[i] = rec, err, true
+	for ; r.next < len(r.items) && r.ready[r.next]; r.next++ {
+		rec, err := r.records[r.next], r.errs[r.next]
+		switch rec.Status {
+		case StatusOK:
+			r.done++
+			r.bytes += rec.Bytes
+		case StatusSkipped:
+			r.skipped++
+		default:
+			r.failed++
+			r.rep.println("depthspace: " + err.Error())
+		}
+		if r.opts.JSON != nil {
+			_ = json.NewEncoder(r.opts.JSON).Encode(rec)
+		}
+		r.records[r.next], r.errs[r.next] = Record{}, nil
+	}
+}
+
+// errorText is what went wrong, without the input's own path in front
+// (the record names it); a path other than the input's (the output's) is
+// kept.
+func errorText(err error, input string) string {
+	var pe *pipeline.PathError
+	if errors.As(err, &pe) && pe.Path == input {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// exists says whether a complete output is already there: outputs are
+// renamed into place only when complete, so any regular file is one.
+func exists(name string) bool {
+	fi, err := os.Stat(name)
+	return err == nil && fi.Mode().IsRegular()
+}

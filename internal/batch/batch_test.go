@@ -1,0 +1,239 @@
+package batch
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/ops"
+	"github.com/depthspace/depthspace/internal/pipeline"
+)
+
+// writeNpy writes a uint8 npy file of the given shape holding 0, 1, 2, …
+func writeNpy(t *testing.T, name string, shape ...int) {
+	t.Helper()
+	dt, err := format.ParseDType("uint8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := format.Header{DType: dt, Shape: shape}
+	b := format.EncodeNpy(h)
+	for i := 0; i < h.Elements(); i++ {
+		b = append(b, byte(i))
+	}
+	if err := os.MkdirAll(filepath.Dir(name), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, b, 0o666); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func s2d(t *testing.T) pipeline.Options {
+	block, err := ops.ParseBlock("2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pipeline.Options{Request: ops.Request{Op: ops.SpaceToDepth, Order: ops.DCR, Layout: ops.NCHW, Block: block}}
+}
+
+func records(t *testing.T, out []byte) ([]Record, Summary) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var recs []Record
+	for _, l := range lines[:len(lines)-1] {
+		var r Record
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		recs = append(recs, r)
+	}
+	var s Summary
+	dec := json.NewDecoder(strings.NewReader(lines[len(lines)-1]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil || !s.IsSummary {
+		t.Fatalf("last line %q is not a summary: %v", lines[len(lines)-1], err)
+	}
+	return recs, s
+}
+
+// A failing file in the middle: the others are done, the failure is
+// reported once with its path, counted, and recorded in order.
+func TestRunKeepsGoingPastAFailure(t *testing.T) {
+	chdir(t)
+	writeNpy(t, "d/a.npy", 1, 1, 4, 4)
+	writeNpy(t, "d/b.npy", 1, 1, 5, 4) // height 5: not divisible by 2
+	writeNpy(t, "d/c/c.npy", 2, 3, 2, 6)
+	var stderr, stdout bytes.Buffer
+	sum, err := Run(Options{Inputs: []string{"d"}, OutDir: "out", Job: s2d(t), Threads: 3, Stderr: &stderr, JSON: &stdout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Done != 2 || sum.Failed != 1 || sum.Skipped != 0 || sum.Files != 3 || sum.Total != 3 || sum.Bytes != 16+72 {
+		t.Errorf("summary %+v", sum)
+	}
+	if got, want := stderr.String(), "depthspace: d/b.npy: height 5 is not divisible by block 2\n"; got != want {
+		t.Errorf("stderr %q, want %q", got, want)
+	}
+	recs, s := records(t, stdout.Bytes())
+	if s != *sum {
+		t.Errorf("JSON summary %+v, returned %+v", s, *sum)
+	}
+	var order []string
+	for _, r := range recs {
+		order = append(order, r.Input+":"+r.Status)
+	}
+	if got := strings.Join(order, " "); got != "d/a.npy:ok d/b.npy:failed d/c/c.npy:ok" {
+		t.Errorf("records %s", got)
+	}
+	if r := recs[2]; r.Output != filepath.Join("out", "c", "c.npy") || format.ShapeString(r.InShape) != format.ShapeString([]int{2, 3, 2, 6}) ||
+		format.ShapeString(r.OutShape) != format.ShapeString([]int{2, 12, 1, 3}) || r.DType != "uint8" || r.Bytes != 72 || r.Error != "" {
+		t.Errorf("record %+v", r)
+	}
+	if r := recs[1]; r.Error != "height 5 is not divisible by block 2" || r.InShape != nil {
+		t.Errorf("record %+v", r)
+	}
+	for _, name := range []string{"out/a.npy", "out/c/c.npy"} {
+		if _, err := os.Stat(name); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := os.Stat("out/b.npy"); err == nil {
+		t.Error("out/b.npy written for a failed input")
+	}
+}
+
+// --skip-existing skips any output that is there, runs the others.
+func TestRunSkipExisting(t *testing.T) {
+	chdir(t)
+	writeNpy(t, "d/a.npy", 1, 1, 4, 4)
+	writeNpy(t, "d/b.npy", 1, 1, 4, 4)
+	touch(t, "out/a.npy")
+	var stderr bytes.Buffer
+	sum, err := Run(Options{Inputs: []string{"d"}, OutDir: "out", Job: s2d(t), Threads: 2, SkipExisting: true, Stderr: &stderr})
+	if err != nil || sum.Done != 1 || sum.Skipped != 1 || sum.Failed != 0 {
+		t.Fatalf("%+v %v", sum, err)
+	}
+	if b, _ := os.ReadFile("out/a.npy"); string(b) != "x" {
+		t.Error("an existing output was rewritten")
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("stderr %q", stderr.String())
+	}
+	if !strings.Contains(sum.String(), "1 done, 1 skipped, 0 failed") {
+		t.Errorf("summary %q", sum.String())
+	}
+}
+
+// Shards run one after the other write exactly what the whole batch
+// writes, byte for byte.
+func TestRunShardsMakeTheWhole(t *testing.T) {
+	chdir(t)
+	for i := 0; i < 11; i++ {
+		writeNpy(t, filepath.Join("d", string(rune('a'+i%4)), string(rune('k'+i))+".npy"), 1, 2, 2*(i%3+1), 4)
+	}
+	job := s2d(t)
+	if _, err := Run(Options{Inputs: []string{"d"}, OutDir: "whole", Job: job, Threads: 2, Stderr: &bytes.Buffer{}}); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for k := 0; k < 4; k++ {
+		s, err := Run(Options{Inputs: []string{"d"}, OutDir: "parts", Job: job, Threads: 1, Shard: Shard{k, 4}, Stderr: &bytes.Buffer{}})
+		if err != nil || s.Failed != 0 || s.Total != 11 {
+			t.Fatalf("%+v %v", s, err)
+		}
+		total += s.Done
+	}
+	if total != 11 {
+		t.Errorf("shards did %d files, want 11", total)
+	}
+	compareTrees(t, "whole", "parts")
+}
+
+func compareTrees(t *testing.T, a, b string) {
+	t.Helper()
+	files := func(root string) map[string][]byte {
+		m := map[string][]byte{}
+		err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			rel, _ := filepath.Rel(root, p)
+			m[rel], err = os.ReadFile(p)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	fa, fb := files(a), files(b)
+	if len(fa) != len(fb) {
+		t.Errorf("%s has %d files, %s %d", a, len(fa), b, len(fb))
+	}
+	for name, da := range fa {
+		if db, ok := fb[name]; !ok || !bytes.Equal(da, db) {
+			t.Errorf("%s: differs between %s and %s", name, a, b)
+		}
+	}
+}
+
+// Problems with the batch as a whole are errors before any work.
+func TestRunRefuses(t *testing.T) {
+	chdir(t)
+	writeNpy(t, "a/x.npy", 1, 1, 2, 2)
+	writeNpy(t, "b/x.npy", 1, 1, 2, 2)
+	touch(t, "file")
+	for _, c := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{OutDir: "out"}, "needs at least one INPUT"},
+		{Options{Inputs: []string{"a"}, OutDir: "file"}, "file: "},
+		{Options{Inputs: []string{"a", "b"}, OutDir: "out"}, "would be the output of both a/x.npy and b/x.npy"},
+		{Options{Inputs: []string{"a"}, OutDir: "a"}, "a: is the output directory too"},
+		{Options{Inputs: []string{"-"}, OutDir: "out"}, "standard input"},
+	} {
+		c.opts.Job, c.opts.Stderr = s2d(t), &bytes.Buffer{}
+		if _, err := Run(c.opts); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want %q", c.opts.Inputs, err, c.want)
+		}
+	}
+	if _, err := os.Stat("out/x.npy"); err == nil {
+		t.Error("a refused batch wrote an output")
+	}
+}
+
+// Threads given out never exceed -j, and a big file gets all of them.
+func TestRunnerThreads(t *testing.T) {
+	r := &runner{free: 4}
+	r.cond = sync.NewCond(&r.mu)
+	var mu sync.Mutex
+	inUse, peak := 0, 0
+	var wg sync.WaitGroup
+	for _, size := range []int64{1, 1, 64 << 20, 1, 5 << 20, 1, 1} {
+		w := threadsFor(size, 4)
+		r.acquire(w)
+		mu.Lock()
+		inUse += w
+		peak = max(peak, inUse)
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mu.Lock()
+			inUse -= w
+			mu.Unlock()
+			r.release(w)
+		}()
+	}
+	wg.Wait()
+	if peak > 4 || r.free != 4 {
+		t.Errorf("peak %d threads in use, %d free at the end; want at most 4 and 4", peak, r.free)
+	}
+}

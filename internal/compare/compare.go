@@ -1,0 +1,275 @@
+// Package compare tells whether two tensors hold the same values: exactly,
+// bit for bit, or within numpy isclose tolerances. It reads the element
+// bytes in place (a mapped file is never copied, so tensors larger than
+// memory are fine), visits Fortran-order tensors in logical order through
+// their strides, and splits the element range among goroutines whose
+// findings are combined in index order: the report never depends on -j.
+package compare
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"runtime/debug"
+
+	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/pipeline"
+)
+
+// Tensor is a header and its element bytes, as stored (either byte order,
+// C or Fortran order).
+type Tensor struct {
+	format.Header
+	Data []byte
+}
+
+// Options says how to compare.
+type Options struct {
+	// Tolerant compares numeric values with numpy's isclose rule instead
+	// of bits; RTol and ATol are its tolerances.
+	Tolerant   bool
+	RTol, ATol float64
+	// MaxReport is how many differences are listed (the first by index).
+	MaxReport int
+	Threads   int
+}
+
+// DefaultMaxReport is how many differences a report lists unless told.
+const DefaultMaxReport = 10
+
+// Mismatch values: why no element was compared.
+const (
+	MismatchShape = "shape"
+	MismatchDType = "dtype"
+)
+
+// Input describes one side of a comparison.
+type Input struct {
+	Path   string `json:"path"`
+	Format string `json:"format"`
+	Shape  []int  `json:"shape"`
+	DType  string `json:"dtype"`
+	Order  string `json:"order"` // "C" or "F"
+}
+
+// Report is the result of a comparison; the command prints it as text or,
+// with --json, marshals it as it is.
+type Report struct {
+	A    Input  `json:"a"` // the reference
+	B    Input  `json:"b"`
+	Mode string `json:"mode"` // "exact" or "isclose"
+	// RTol and ATol are present in isclose mode.
+	RTol *float64 `json:"rtol,omitempty"`
+	ATol *float64 `json:"atol,omitempty"`
+	// Equal is true when every element agrees (the exit status is 0).
+	Equal bool `json:"equal"`
+	// Mismatch is "shape" or "dtype" when the tensors could not be compared
+	// element by element; Elements and Different are then 0.
+	Mismatch  string `json:"mismatch,omitempty"`
+	Elements  int    `json:"elements"`
+	Different int    `json:"different"`
+	// The largest |a - b| and |a - b| / |a| over the elements where both
+	// values are finite (and, for the relative one, a is not zero), with
+	// the first index where each is reached. The values are null for
+	// non-numeric dtypes and mismatches, the indices null when the
+	// maximum is 0.
+	MaxAbsDiff      *Float `json:"max_abs_diff"`
+	MaxAbsDiffIndex []int  `json:"max_abs_diff_index"`
+	MaxRelDiff      *Float `json:"max_rel_diff"`
+	MaxRelDiffIndex []int  `json:"max_rel_diff_index"`
+	// First lists the first MaxReport differing elements, by index.
+	First []Difference `json:"first"`
+}
+
+// Difference is one differing element.
+type Difference struct {
+	Index []int           `json:"index"`
+	A     json.RawMessage `json:"a"` // the value as JSON output prints it
+	B     json.RawMessage `json:"b"`
+	// The bits, when the two values print the same (NaNs with different
+	// payloads, or bools stored as different non-zero bytes).
+	ABits string `json:"a_bits,omitempty"`
+	BBits string `json:"b_bits,omitempty"`
+}
+
+// Float is a float64 that marshals NaN and ±Inf the way depthspace's JSON
+// does ("NaN", "Infinity", "-Infinity"); encoding/json refuses them.
+type Float float64
+
+// MarshalJSON implements json.Marshaler.
+func (f Float) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	switch {
+	case math.IsNaN(v):
+		return []byte(`"NaN"`), nil
+	case math.IsInf(v, 1):
+		return []byte(`"Infinity"`), nil
+	case math.IsInf(v, -1):
+		return []byte(`"-Infinity"`), nil
+	}
+	return json.Marshal(v)
+}
+
+// sameType: the same element type, whatever byte order stores it.
+func sameType(a, b format.DType) bool {
+	return a.Kind == b.Kind && a.Size == b.Size && a.BFloat16 == b.BFloat16
+}
+
+func check(o *Options) error {
+	if o.Tolerant {
+		if math.IsNaN(o.RTol) || o.RTol < 0 {
+			return fmt.Errorf("--rtol %v must be a number >= 0", o.RTol)
+		}
+		if math.IsNaN(o.ATol) || o.ATol < 0 {
+			return fmt.Errorf("--atol %v must be a number >= 0", o.ATol)
+		}
+	}
+	if o.MaxReport < 0 {
+		return fmt.Errorf("--max-report %d must be at least 0", o.MaxReport)
+	}
+	if o.Threads < 1 {
+		return fmt.Errorf("--threads %d must be at least 1", o.Threads)
+	}
+	return nil
+}
+
+func describe(t Tensor) Input {
+	in := Input{Shape: append([]int{}, t.Shape...), DType: t.DType.Name(), Order: "C"}
+	if t.Fortran {
+		in.Order = "F"
+	}
+	return in
+}
+
+// Tensors compares a (the reference) with b.
+//
+// Exact mode (the default): the shapes and element types must be the
+// same, and every element must have the same bits, byte order aside: -0.0
+// differs from 0.0, and NaNs are equal only with the same payload.
+//
+// Tolerant mode: numeric elements of any types are compared as numpy's
+// isclose(b, a, rtol, atol, equal_nan=True) does, in float64 (complex128
+// when either side is complex): |b - a| <= atol + rtol*|a| for finite
+// pairs, equality for infinities, and NaN equal to NaN. Non-numeric
+// elements (S, U, V) are still compared exactly.
+func Tensors(a, b Tensor, o Options) (*Report, error) {
+	if err := check(&o); err != nil {
+		return nil, err
+	}
+	rep := &Report{A: describe(a), B: describe(b), Mode: "exact", First: []Difference{}}
+	if o.Tolerant {
+		rep.Mode = "isclose"
+		rtol, atol := o.RTol, o.ATol
+		rep.RTol, rep.ATol = &rtol, &atol
+	}
+	ra, rb := newReader(a.DType), newReader(b.DType)
+	switch {
+	case format.ShapeString(a.Shape) != format.ShapeString(b.Shape) || len(a.Shape) != len(b.Shape):
+		rep.Mismatch = MismatchShape
+		return rep, nil
+	case o.Tolerant && ra.numeric() && rb.numeric():
+	case !sameType(a.DType, b.DType):
+		rep.Mismatch = MismatchDType
+		return rep, nil
+	}
+	n := a.Elements()
+	if n < 0 || int64(len(a.Data)) != a.DataBytes() || int64(len(b.Data)) != b.DataBytes() {
+		return nil, errors.New("internal error: data does not match the header")
+	}
+	s := newScanner(a, b, n)
+	s.tolerant, s.rtol, s.atol, s.maxReport = o.Tolerant, o.RTol, o.ATol, o.MaxReport
+	s.numeric = ra.numeric() && rb.numeric()
+	t, err := s.run(o.Threads)
+	if err != nil {
+		return nil, err
+	}
+	rep.Elements, rep.Different, rep.Equal = n, t.different, t.different == 0
+	if s.numeric {
+		abs, rel := Float(0), Float(0)
+		if t.maxAbsAt >= 0 {
+			abs = Float(t.maxAbs)
+		}
+		if t.maxRelAt >= 0 {
+			rel = Float(t.maxRel)
+		}
+		rep.MaxAbsDiff, rep.MaxRelDiff = &abs, &rel
+		if abs > 0 {
+			rep.MaxAbsDiffIndex = unravel(t.maxAbsAt, a.Shape)
+		}
+		if rel > 0 {
+			rep.MaxRelDiffIndex = unravel(t.maxRelAt, a.Shape)
+		}
+	}
+	if err := s.describe(t.first.sorted(), rep); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// describe fills in the listed differences: index and both values.
+func (s *scanner) describe(first []int, rep *Report) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = faultError(r)
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	var ea, eb [][]byte
+	for _, i := range first {
+		idx := unravel(i, s.shape)
+		ea = append(ea, s.a.elem(s.a.offset(idx)))
+		eb = append(eb, s.b.elem(s.b.offset(idx)))
+		rep.First = append(rep.First, Difference{Index: idx})
+	}
+	ta, err := texts(s.a.r.dt, ea)
+	if err != nil {
+		return err
+	}
+	tb, err := texts(s.b.r.dt, eb)
+	if err != nil {
+		return err
+	}
+	for k := range rep.First {
+		d := &rep.First[k]
+		d.A, d.B = json.RawMessage(ta[k]), json.RawMessage(tb[k])
+		if ta[k] == tb[k] {
+			d.ABits, d.BBits = bitsText(s.a.r, ea[k]), bitsText(s.b.r, eb[k])
+		}
+	}
+	return nil
+}
+
+// Job is a comparison of two files.
+type Job struct {
+	A, B pipeline.Source // A is the reference
+	Options
+}
+
+// Files loads both inputs (mapped, so only the pages visited are read)
+// and compares them.
+func Files(j Job) (*Report, error) {
+	if j.A.Path == "-" && j.B.Path == "-" {
+		return nil, errors.New("only one of the inputs can be standard input (-)")
+	}
+	if err := check(&j.Options); err != nil {
+		return nil, err
+	}
+	ta, err := pipeline.Load(j.A)
+	if err != nil {
+		return nil, err
+	}
+	defer ta.Close()
+	tb, err := pipeline.Load(j.B)
+	if err != nil {
+		return nil, err
+	}
+	defer tb.Close()
+	rep, err := Tensors(Tensor{Header: ta.Header, Data: ta.Data}, Tensor{Header: tb.Header, Data: tb.Data}, j.Options)
+	if err != nil {
+		return nil, &pipeline.PathError{Path: j.A.Path + " and " + j.B.Path, Err: err}
+	}
+	rep.A.Path, rep.A.Format = j.A.Path, string(ta.Kind)
+	rep.B.Path, rep.B.Format = j.B.Path, string(tb.Kind)
+	return rep, nil
+}

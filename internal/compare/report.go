@@ -1,0 +1,135 @@
+package compare
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/depthspace/depthspace/internal/format"
+)
+
+// WriteText prints the report for people: one line with the verdict, then
+// for differences the maxima and the first differing elements.
+//
+//	a.npy and b.npy differ: 2 of 48 elements, shape 1,8,2,3, float32, bit for bit
+//	max abs diff 0.5 at [0, 1, 1, 2]
+//	max rel diff 0.25 at [0, 1, 1, 2]
+//	first 2 differences (index: a vs b):
+//	  [0, 0, 0, 1]: 1 vs 1.5
+//	  [0, 1, 1, 2]: 2 vs 2.5
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	names := r.A.Path + " and " + r.B.Path
+	switch r.Mismatch {
+	case MismatchShape:
+		fmt.Fprintf(&b, "%s differ in shape: %s and %s", names, shapeText(r.A.Shape), shapeText(r.B.Shape))
+		if r.A.DType != r.B.DType {
+			fmt.Fprintf(&b, " (and dtype: %s and %s)", r.A.DType, r.B.DType)
+		}
+		b.WriteString("\n")
+	case MismatchDType:
+		fmt.Fprintf(&b, "%s differ in dtype: %s and %s%s\n", names, r.A.DType, r.B.DType, r.dtypeHint())
+	default:
+		verdict := "are equal"
+		if r.Mode == "isclose" {
+			verdict = "are close"
+		}
+		count := fmt.Sprintf("%d elements", r.Elements)
+		if !r.Equal {
+			verdict, count = "differ", fmt.Sprintf("%d of %d elements", r.Different, r.Elements)
+		}
+		dtype := r.A.DType
+		if r.B.DType != r.A.DType {
+			dtype += " and " + r.B.DType
+		}
+		how := "bit for bit"
+		if r.Mode == "isclose" {
+			how = fmt.Sprintf("rtol %s, atol %s", numText(*r.RTol), numText(*r.ATol))
+		}
+		fmt.Fprintf(&b, "%s %s: %s, shape %s, %s, %s\n", names, verdict, count, shapeText(r.A.Shape), dtype, how)
+		if r.MaxAbsDiff != nil && (!r.Equal || r.Mode == "isclose") {
+			writeMax(&b, "max abs diff", *r.MaxAbsDiff, r.MaxAbsDiffIndex)
+			writeMax(&b, "max rel diff", *r.MaxRelDiff, r.MaxRelDiffIndex)
+		}
+		if len(r.First) > 0 {
+			if len(r.First) < r.Different {
+				fmt.Fprintf(&b, "first %d of %d differences (index: a vs b):\n", len(r.First), r.Different)
+			} else {
+				fmt.Fprintf(&b, "%d differences (index: a vs b):\n", len(r.First))
+			}
+			for _, d := range r.First {
+				a, bb := string(d.A), string(d.B)
+				if d.ABits != "" {
+					a += " (" + d.ABits + ")"
+					bb += " (" + d.BBits + ")"
+				}
+				fmt.Fprintf(&b, "  %s: %s vs %s\n", indexText(d.Index), a, bb)
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// dtypeHint says how to compare anyway, when there is a way.
+func (r *Report) dtypeHint() string {
+	a, errA := format.ParseDType(r.A.DType)
+	b, errB := format.ParseDType(r.B.DType)
+	if errA != nil || errB != nil {
+		return ""
+	}
+	ra, rb := newReader(a), newReader(b)
+	switch {
+	case ra.numeric() && rb.numeric():
+		return " (--atol 0 compares the values of any numeric types)"
+	case a.Size == b.Size && (opaqueV(a) != opaqueV(b)):
+		other := b
+		if opaqueV(b) {
+			other = a
+		}
+		return fmt.Sprintf(" (--dtype %s reads the opaque V%d as %s)", other.Name(), a.Size, other.Name())
+	}
+	return ""
+}
+
+// opaqueV: a V<n> with no other meaning.
+func opaqueV(d format.DType) bool { return d.Kind == 'V' && !d.BFloat16 }
+
+func writeMax(b *strings.Builder, what string, v Float, at []int) {
+	fmt.Fprintf(b, "%s %s", what, numText(float64(v)))
+	if at != nil {
+		fmt.Fprintf(b, " at %s", indexText(at))
+	}
+	b.WriteString("\n")
+}
+
+func numText(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// indexText prints a multi-index as JSON does: [0, 3, 1, 2].
+func indexText(idx []int) string {
+	p := make([]string, len(idx))
+	for i, v := range idx {
+		p[i] = strconv.Itoa(v)
+	}
+	return "[" + strings.Join(p, ", ") + "]"
+}
+
+// shapeText prints a shape as --shape takes it (1,8,2,3); a 0-d shape is "()".
+func shapeText(s []int) string {
+	if len(s) == 0 {
+		return "()"
+	}
+	return format.ShapeString(s)
+}

@@ -1,0 +1,203 @@
+package format
+
+import (
+	"archive/zip"
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"strings"
+)
+
+// npz: numpy's savez / savez_compressed archives. An npz is a zip file
+// whose members are npy files named KEY.npy; np.load gives them as
+// KEY. Members are stored (savez) or deflated (savez_compressed).
+//
+// Reading keeps every member's bytes where they are when it can: a stored
+// member's data is a slice of the (mapped) archive, checked against its
+// CRC-32. A deflated member is decompressed into memory after its npy
+// header has said how big it is, and that size has been checked against
+// what deflate can produce from the member's compressed bytes.
+
+const zipMagic = "PK\x03\x04"
+
+// maxDeflateRatio bounds what deflate can expand to: 258 bytes from one
+// bit pair at best, about 1032:1. A header promising more than that from
+// the member's compressed size is lying, and is refused before anything
+// is allocated.
+const maxDeflateRatio = 1032
+
+// NpzMember is one array of an npz archive.
+type NpzMember struct {
+	Name       string // the key np.load gives it: the member name without ".npy"
+	Npy        Npy
+	Data       []byte // the element data, as the npy header describes it
+	Compressed bool   // the member was deflated
+}
+
+// NpzError is a malformed or unsupported npz archive.
+type NpzError struct {
+	Member string // "" for the archive as a whole
+	Msg    string
+}
+
+func (e *NpzError) Error() string {
+	if e.Member == "" {
+		return "npz: " + e.Msg
+	}
+	return fmt.Sprintf("npz member %q: %s", e.Member, e.Msg)
+}
+
+// ReadNpz reads every member of the archive in b, in archive order.
+func ReadNpz(b []byte) ([]NpzMember, error) {
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
+		// Names are never used as paths here, so "insecure" ones are fine.
+		return nil, &NpzError{Msg: "not a valid zip archive: " + strings.TrimPrefix(err.Error(), "zip: ")}
+	}
+	seen := map[string]bool{}
+	var out []NpzMember
+	for _, f := range zr.File {
+		if strings.HasSuffix(f.Name, "/") {
+			continue // a directory entry holds no array
+		}
+		if !strings.HasSuffix(f.Name, ".npy") {
+			return nil, &NpzError{Member: f.Name, Msg: "is not an .npy array (np.savez writes NAME.npy members only)"}
+		}
+		key := strings.TrimSuffix(f.Name, ".npy")
+		if seen[key] {
+			return nil, &NpzError{Member: f.Name, Msg: "appears twice in the archive"}
+		}
+		seen[key] = true
+		m, err := readMember(b, f)
+		if err != nil {
+			return nil, &NpzError{Member: key, Msg: err.Error()}
+		}
+		m.Name = key
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func readMember(b []byte, f *zip.File) (NpzMember, error) {
+	if f.Flags&0x1 != 0 {
+		return NpzMember{}, errors.New("is encrypted")
+	}
+	switch f.Method {
+	case zip.Store:
+		if f.CompressedSize64 != f.UncompressedSize64 {
+			return NpzMember{}, fmt.Errorf("stored member has compressed size %d but size %d", f.CompressedSize64, f.UncompressedSize64)
+		}
+		off, err := f.DataOffset()
+		if err != nil {
+			return NpzMember{}, err
+		}
+		if off < 0 || uint64(off) > uint64(len(b)) || f.CompressedSize64 > uint64(len(b))-uint64(off) {
+			return NpzMember{}, fmt.Errorf("its %d bytes run past the end of the archive", f.CompressedSize64)
+		}
+		body := b[off : off+int64(f.CompressedSize64)]
+		if crc32.ChecksumIEEE(body) != f.CRC32 {
+			return NpzMember{}, errors.New("CRC-32 mismatch: the archive is corrupt")
+		}
+		npy, err := ParseNpy(body)
+		if err != nil {
+			return NpzMember{}, err
+		}
+		if err := exactData(npy, int64(len(body))-npy.DataOffset); err != nil {
+			return NpzMember{}, err
+		}
+		return NpzMember{Npy: npy, Data: body[npy.DataOffset:]}, nil
+	case zip.Deflate:
+		r, err := f.Open()
+		if err != nil {
+			return NpzMember{}, err
+		}
+		defer r.Close()
+		npy, err := ReadNpy(r)
+		if err != nil {
+			return NpzMember{}, err
+		}
+		size := npy.DataBytes()
+		limit := int64(f.CompressedSize64)*maxDeflateRatio + 1<<10
+		if f.CompressedSize64 > 1<<50 || size > limit {
+			return NpzMember{}, fmt.Errorf("the header describes %d data bytes (shape %s, %s), more than its %d compressed bytes can hold", size, ShapeString(npy.Shape), npy.DType, f.CompressedSize64)
+		}
+		if uint64(npy.DataOffset)+uint64(size) != f.UncompressedSize64 {
+			return NpzMember{}, fmt.Errorf("its npy header and data need %d bytes but the archive says the member has %d", uint64(npy.DataOffset)+uint64(size), f.UncompressedSize64)
+		}
+		data := make([]byte, size)
+		if n, err := io.ReadFull(r, data); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+				return NpzMember{}, fmt.Errorf("truncated: the header describes %d data bytes but the member has %d", size, n)
+			}
+			return NpzMember{}, unzipError(err)
+		}
+		// Reading past the end checks the CRC-32 and refuses extra bytes.
+		var one [1]byte
+		switch n, err := r.Read(one[:]); {
+		case n > 0:
+			return NpzMember{}, fmt.Errorf("bytes beyond the %d data bytes the header describes", size)
+		case err != nil && err != io.EOF:
+			return NpzMember{}, unzipError(err)
+		}
+		return NpzMember{Npy: npy, Data: data, Compressed: true}, nil
+	}
+	return NpzMember{}, fmt.Errorf("uses zip compression method %d; numpy writes stored (0) or deflate (8) members only", f.Method)
+}
+
+func unzipError(err error) error {
+	if errors.Is(err, zip.ErrChecksum) {
+		return errors.New("CRC-32 mismatch: the archive is corrupt")
+	}
+	return errors.New(strings.TrimPrefix(err.Error(), "zip: "))
+}
+
+func exactData(npy Npy, have int64) error {
+	size := npy.DataBytes()
+	switch {
+	case have < size:
+		return fmt.Errorf("truncated: the header describes %d data bytes (shape %s, %s) but the member has %d", size, ShapeString(npy.Shape), npy.DType, have)
+	case have > size:
+		return fmt.Errorf("%d bytes beyond the %d data bytes the header describes (shape %s, %s)", have-size, size, ShapeString(npy.Shape), npy.DType)
+	}
+	return nil
+}
+
+// NpzWriter writes an npz archive member by member, as np.savez (stored)
+// or np.savez_compressed (deflate) would.
+type NpzWriter struct {
+	zw       *zip.Writer
+	compress bool
+	names    map[string]bool
+}
+
+// NewNpzWriter starts an archive on w; compress deflates every member.
+func NewNpzWriter(w io.Writer, compress bool) *NpzWriter {
+	return &NpzWriter{zw: zip.NewWriter(w), compress: compress, names: map[string]bool{}}
+}
+
+// Member starts the member KEY.npy holding a C-order tensor h: it writes
+// the npy preamble and returns the writer for exactly h.DataBytes() bytes
+// of element data. The previous member is finished by this call.
+func (n *NpzWriter) Member(key string, h Header) (io.Writer, error) {
+	if n.names[key] {
+		return nil, fmt.Errorf("npz member %q written twice", key)
+	}
+	n.names[key] = true
+	method := zip.Store
+	if n.compress {
+		method = zip.Deflate
+	}
+	w, err := n.zw.CreateHeader(&zip.FileHeader{Name: key + ".npy", Method: method})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.Write(EncodeNpy(h)); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Close finishes the archive (the central directory).
+func (n *NpzWriter) Close() error { return n.zw.Close() }

@@ -1,0 +1,183 @@
+package format
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/binary"
+	"strings"
+	"testing"
+)
+
+type npzArray struct {
+	name  string
+	descr string
+	shape []int
+}
+
+// makeNpz writes arrays with NpzWriter; element byte i of array a is a+i.
+func makeNpz(t testing.TB, compress bool, arrays ...npzArray) ([]byte, [][]byte) {
+	var buf bytes.Buffer
+	w := NewNpzWriter(&buf, compress)
+	var datas [][]byte
+	for a, arr := range arrays {
+		dt, err := ParseDescr(arr.descr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := Header{DType: dt, Shape: arr.shape}
+		data := make([]byte, h.DataBytes())
+		for i := range data {
+			data[i] = byte(a + i)
+		}
+		mw, err := w.Member(arr.name, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mw.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		datas = append(datas, data)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes(), datas
+}
+
+func TestNpzRoundTrip(t *testing.T) {
+	arrays := []npzArray{
+		{"x", "<f4", []int{1, 4, 2, 3}},
+		{"labels", ">i2", []int{5}},
+		{"empty", "|u1", []int{0, 3}},
+		{"s", "|S3", []int{2}},
+		{"dir/odd name", "<c16", []int{}},
+	}
+	for _, compress := range []bool{false, true} {
+		b, datas := makeNpz(t, compress, arrays...)
+		ms, err := ReadNpz(b)
+		if err != nil {
+			t.Fatalf("compress %v: %v", compress, err)
+		}
+		if len(ms) != len(arrays) {
+			t.Fatalf("%d members, want %d", len(ms), len(arrays))
+		}
+		for i, m := range ms {
+			a := arrays[i]
+			if m.Name != a.name || m.Npy.DType.Descr() != a.descr || ShapeString(m.Npy.Shape) != ShapeString(a.shape) ||
+				!bytes.Equal(m.Data, datas[i]) || m.Compressed != compress {
+				t.Errorf("compress %v member %d: %q %s [%s] compressed %v", compress, i, m.Name, m.Npy.DType.Descr(), ShapeString(m.Npy.Shape), m.Compressed)
+			}
+		}
+		if Sniff(b) != KindNpz {
+			t.Errorf("Sniff does not see an npz")
+		}
+	}
+}
+
+// A stored member's data is the archive's own bytes, not a copy.
+func TestNpzStoredIsNotCopied(t *testing.T) {
+	b, _ := makeNpz(t, false, npzArray{"a", "<i4", []int{64}})
+	ms, err := ReadNpz(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := ms[0].Data
+	start := len(b) - len(d)
+	for start >= 0 && &b[start] != &d[0] {
+		start--
+	}
+	if start < 0 {
+		t.Fatal("stored member data was copied")
+	}
+}
+
+// rawZip builds an archive whose members' bytes are given as is.
+func rawZip(t testing.TB, method uint16, members map[string][]byte, order ...string) []byte {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, name := range order {
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: method})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(members[name])
+	}
+	zw.Close()
+	return buf.Bytes()
+}
+
+func npyBytes(descr string, shape []int, dataBytes int) []byte {
+	dt, _ := ParseDescr(descr)
+	return append(EncodeNpy(Header{DType: dt, Shape: shape}), make([]byte, dataBytes)...)
+}
+
+func TestNpzErrors(t *testing.T) {
+	good := npyBytes("<f4", []int{2}, 8)
+	stored, _ := makeNpz(t, false, npzArray{"a", "<f4", []int{4}})
+	corrupt := append([]byte(nil), stored...)
+	// Flip a data byte of the stored member: its CRC no longer matches.
+	corrupt[bytes.Index(corrupt, []byte("), }"))+70] ^= 0xff
+	// A deflated member whose header promises a terabyte.
+	bomb := rawZip(t, zip.Deflate, map[string][]byte{"a.npy": EncodeNpy(Header{DType: numpyNames["uint8"], Shape: []int{1 << 40}})}, "a.npy")
+	for _, c := range []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"not zip", []byte("PK\x03\x04garbage"), "not a valid zip archive"},
+		{"not npy member", rawZip(t, zip.Store, map[string][]byte{"a.txt": []byte("hi")}, "a.txt"), `member "a.txt": is not an .npy array`},
+		{"duplicate", rawZip(t, zip.Store, map[string][]byte{"a.npy": good}, "a.npy", "a.npy"), "appears twice"},
+		{"empty member", rawZip(t, zip.Store, map[string][]byte{"o.npy": nil}, "o.npy"), `member "o": truncated npy header: 0 of 10 bytes`},
+		{"short stored", rawZip(t, zip.Store, map[string][]byte{"a.npy": npyBytes("<f4", []int{2}, 7)}, "a.npy"), "truncated: the header describes 8 data bytes"},
+		{"long stored", rawZip(t, zip.Store, map[string][]byte{"a.npy": npyBytes("<f4", []int{2}, 9)}, "a.npy"), "1 bytes beyond the 8 data bytes"},
+		{"short deflated", rawZip(t, zip.Deflate, map[string][]byte{"a.npy": npyBytes("<f4", []int{2}, 7)}, "a.npy"), "need 136 bytes but the archive says the member has 135"},
+		{"crc", corrupt, "CRC-32 mismatch"},
+		{"bomb", bomb, "more than its"},
+		{"bad header", rawZip(t, zip.Store, map[string][]byte{"a.npy": []byte("\x93NUMPY\x01\x00\x04\x00{}\n ")}, "a.npy"), `npz member "a": npy header`},
+	} {
+		_, err := ReadNpz(c.b)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// A member with another compression method is refused by name.
+func TestNpzOtherMethod(t *testing.T) {
+	b := rawZip(t, zip.Store, map[string][]byte{"a.npy": npyBytes("<f4", []int{1}, 4)}, "a.npy")
+	// Patch the method in the local header and the central directory to 12
+	// (bzip2).
+	for _, sig := range []string{"PK\x03\x04", "PK\x01\x02"} {
+		i := bytes.Index(b, []byte(sig))
+		off := 8
+		if sig == "PK\x01\x02" {
+			off = 10
+		}
+		binary.LittleEndian.PutUint16(b[i+off:], 12)
+	}
+	_, err := ReadNpz(b)
+	if err == nil || !strings.Contains(err.Error(), "compression method 12") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// FuzzNpz: hostile archives never panic and never allocate past what the
+// member's compressed bytes can hold; what reads describes its data.
+func FuzzNpz(f *testing.F) {
+	a, _ := makeNpz(f, false, npzArray{"a", "<f4", []int{2, 2}}, npzArray{"b", "|u1", []int{3}})
+	c, _ := makeNpz(f, true, npzArray{"a", "<i8", []int{4}})
+	f.Add(a)
+	f.Add(c)
+	f.Add([]byte("PK\x05\x06" + strings.Repeat("\x00", 18)))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ms, err := ReadNpz(b)
+		if err != nil {
+			return
+		}
+		for _, m := range ms {
+			if int64(len(m.Data)) != m.Npy.DataBytes() {
+				t.Fatalf("member %q: %d bytes for %d", m.Name, len(m.Data), m.Npy.DataBytes())
+			}
+		}
+	})
+}

@@ -1,0 +1,524 @@
+package format
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// ONNX TensorProto files: the .pb files of ONNX test_data_set directories
+// (onnx.proto, message TensorProto). The wire format is read with
+// protowire, field by field, strictly: every length is checked against the
+// input before it is used, and the data is allocated only after its size
+// has been checked against the values the file actually holds.
+//
+// Data is read from raw_data (little-endian bytes, by the ONNX spec) or
+// from the typed fields: float_data (FLOAT, COMPLEX64), int32_data (INT32,
+// INT16, INT8, UINT16, UINT8, BOOL, FLOAT16 and BFLOAT16 as bit patterns),
+// int64_data (INT64), double_data (DOUBLE, COMPLEX128) and uint64_data
+// (UINT32, UINT64). Output is always raw_data.
+
+// TensorProto field numbers (onnx.proto).
+const (
+	tpDims         = 1
+	tpDataType     = 2
+	tpSegment      = 3
+	tpFloatData    = 4
+	tpInt32Data    = 5
+	tpStringData   = 6
+	tpInt64Data    = 7
+	tpName         = 8
+	tpRawData      = 9
+	tpDoubleData   = 10
+	tpUint64Data   = 11
+	tpExternalData = 13
+	tpDataLocation = 14
+)
+
+// onnxTypes maps TensorProto.DataType to numpy names; "" marks a type
+// with no fixed-size numpy equivalent.
+var onnxTypes = map[int32]struct{ name, numpy string }{
+	1: {"FLOAT", "float32"}, 2: {"UINT8", "uint8"}, 3: {"INT8", "int8"},
+	4: {"UINT16", "uint16"}, 5: {"INT16", "int16"}, 6: {"INT32", "int32"},
+	7: {"INT64", "int64"}, 8: {"STRING", ""}, 9: {"BOOL", "bool"},
+	10: {"FLOAT16", "float16"}, 11: {"DOUBLE", "float64"}, 12: {"UINT32", "uint32"},
+	13: {"UINT64", "uint64"}, 14: {"COMPLEX64", "complex64"}, 15: {"COMPLEX128", "complex128"},
+	16: {"BFLOAT16", "bfloat16"},
+	17: {"FLOAT8E4M3FN", ""}, 18: {"FLOAT8E4M3FNUZ", ""}, 19: {"FLOAT8E5M2", ""},
+	20: {"FLOAT8E5M2FNUZ", ""}, 21: {"UINT4", ""}, 22: {"INT4", ""}, 23: {"FLOAT4E2M1", ""},
+	24: {"FLOAT8E8M0", ""},
+}
+
+// ONNXTensor is a decoded TensorProto.
+type ONNXTensor struct {
+	Header
+	Name     string
+	DataType int32 // TensorProto.DataType
+	// Data is the element bytes, little-endian, C order: raw_data itself
+	// (a slice of the input, not copied) or the typed values converted.
+	Data []byte
+}
+
+// ONNXError is a malformed or unsupported TensorProto, with the byte offset
+// where it went wrong (-1: the message as a whole).
+type ONNXError struct {
+	Offset int64
+	Msg    string
+}
+
+func (e *ONNXError) Error() string {
+	if e.Offset < 0 {
+		return "onnx TensorProto: " + e.Msg
+	}
+	return fmt.Sprintf("onnx TensorProto, byte %d: %s", e.Offset, e.Msg)
+}
+
+func onnxErr(off int, format string, a ...any) error {
+	return &ONNXError{Offset: int64(off), Msg: fmt.Sprintf(format, a...)}
+}
+
+// span is the packed bytes of a repeated scalar field, or the encoding of
+// one unpacked value (the same thing for one element).
+type span struct {
+	b   []byte
+	off int
+}
+
+type typedField struct {
+	name  string
+	wire  protowire.Type // the unpacked wire type
+	spans []span
+}
+
+// DecodeONNX reads one TensorProto from b.
+func DecodeONNX(b []byte) (*ONNXTensor, error) {
+	t := &ONNXTensor{}
+	var dims []int
+	var haveType, haveRaw bool
+	var raw []byte
+	rawOff := 0
+	typed := map[protowire.Number]*typedField{
+		tpFloatData:  {name: "float_data", wire: protowire.Fixed32Type},
+		tpInt32Data:  {name: "int32_data", wire: protowire.VarintType},
+		tpInt64Data:  {name: "int64_data", wire: protowire.VarintType},
+		tpDoubleData: {name: "double_data", wire: protowire.Fixed64Type},
+		tpUint64Data: {name: "uint64_data", wire: protowire.VarintType},
+	}
+	off := 0
+	for off < len(b) {
+		num, typ, n := protowire.ConsumeTag(b[off:])
+		if n < 0 {
+			return nil, onnxErr(off, "malformed field tag (%v); is this an ONNX TensorProto?", protowire.ParseError(n))
+		}
+		at := off
+		off += n
+		rest := b[off:]
+		wrong := func(want string) error {
+			return onnxErr(at, "field %d has wire type %d, not %s: not a TensorProto (an ONNX model? save the tensor with onnx.numpy_helper.from_array)", num, typ, want)
+		}
+		switch num {
+		case tpDims:
+			switch typ {
+			case protowire.VarintType:
+				v, m := protowire.ConsumeVarint(rest)
+				if m < 0 {
+					return nil, onnxErr(off, "malformed dims value")
+				}
+				d, err := onnxDim(v, off, len(dims))
+				if err != nil {
+					return nil, err
+				}
+				dims = append(dims, d)
+				off += m
+			case protowire.BytesType:
+				v, m := protowire.ConsumeBytes(rest)
+				if m < 0 {
+					return nil, onnxErr(off, "dims: length runs past the end of the file")
+				}
+				for p := 0; p < len(v); {
+					x, k := protowire.ConsumeVarint(v[p:])
+					if k < 0 {
+						return nil, onnxErr(off, "malformed packed dims")
+					}
+					d, err := onnxDim(x, off, len(dims))
+					if err != nil {
+						return nil, err
+					}
+					dims = append(dims, d)
+					p += k
+				}
+				off += m
+			default:
+				return nil, wrong("varint")
+			}
+		case tpDataType:
+			if typ != protowire.VarintType {
+				return nil, wrong("varint")
+			}
+			if haveType {
+				return nil, onnxErr(at, "data_type appears twice")
+			}
+			v, m := protowire.ConsumeVarint(rest)
+			if m < 0 {
+				return nil, onnxErr(off, "malformed data_type")
+			}
+			if int64(v) < math.MinInt32 || int64(v) > math.MaxInt32 {
+				return nil, onnxErr(off, "data_type %d is out of range", int64(v))
+			}
+			t.DataType, haveType = int32(v), true
+			off += m
+		case tpRawData, tpName, tpSegment, tpStringData, tpExternalData:
+			if typ != protowire.BytesType {
+				return nil, wrong("length-delimited")
+			}
+			v, m := protowire.ConsumeBytes(rest)
+			if m < 0 {
+				return nil, onnxErr(at, "field %d: length runs past the end of the file", num)
+			}
+			switch num {
+			case tpRawData:
+				if haveRaw {
+					return nil, onnxErr(at, "raw_data appears twice")
+				}
+				raw, haveRaw, rawOff = v, true, off+m-len(v)
+			case tpName:
+				if !utf8.Valid(v) {
+					return nil, onnxErr(at, "name is not valid UTF-8")
+				}
+				t.Name = string(v)
+			case tpSegment:
+				return nil, onnxErr(at, "segmented tensors (TensorProto.segment) are not supported")
+			case tpStringData:
+				return nil, onnxErr(at, "string_data: STRING tensors have no fixed-size numpy dtype and are not supported")
+			case tpExternalData:
+				loc := externalLocation(v)
+				return nil, onnxErr(at, "the data is stored outside this file (external_data, location %q), which is not supported: load it with onnx and save the tensor with onnx.numpy_helper.from_array", loc)
+			}
+			off += m
+		case tpFloatData, tpInt32Data, tpInt64Data, tpDoubleData, tpUint64Data:
+			f := typed[num]
+			switch typ {
+			case protowire.BytesType:
+				v, m := protowire.ConsumeBytes(rest)
+				if m < 0 {
+					return nil, onnxErr(at, "%s: length runs past the end of the file", f.name)
+				}
+				f.spans = append(f.spans, span{v, off + m - len(v)})
+				off += m
+			case f.wire:
+				m := protowire.ConsumeFieldValue(num, typ, rest)
+				if m < 0 {
+					return nil, onnxErr(off, "malformed %s value", f.name)
+				}
+				f.spans = append(f.spans, span{rest[:m], off})
+				off += m
+			default:
+				return nil, wrong("the type of " + f.name)
+			}
+		case tpDataLocation:
+			if typ != protowire.VarintType {
+				return nil, wrong("varint")
+			}
+			v, m := protowire.ConsumeVarint(rest)
+			if m < 0 {
+				return nil, onnxErr(off, "malformed data_location")
+			}
+			if v != 0 {
+				return nil, onnxErr(at, "data_location is EXTERNAL: the data is stored outside this file, which is not supported")
+			}
+			off += m
+		default:
+			// doc_string, metadata_props and fields of newer versions.
+			m := protowire.ConsumeFieldValue(num, typ, rest)
+			if m < 0 {
+				return nil, onnxErr(at, "malformed field %d (%v); is this an ONNX TensorProto?", num, protowire.ParseError(m))
+			}
+			off += m
+		}
+	}
+
+	if !haveType || t.DataType == 0 {
+		return nil, onnxErr(-1, "data_type is missing (UNDEFINED); is this an ONNX TensorProto?")
+	}
+	info, known := onnxTypes[t.DataType]
+	if !known {
+		return nil, onnxErr(-1, "data_type %d is not an ONNX type depthspace knows", t.DataType)
+	}
+	if info.numpy == "" {
+		return nil, onnxErr(-1, "data_type %s has no fixed-size numpy dtype and is not supported", info.name)
+	}
+	t.DType = numpyNames[info.numpy]
+	t.Shape = dims
+	if t.Shape == nil {
+		t.Shape = []int{}
+	}
+	size := t.DataBytes()
+	if size < 0 || t.Elements() < 0 {
+		return nil, onnxErr(-1, "dims [%s] of %s are too large", ShapeString(dims), info.name)
+	}
+	// Which typed field holds this type's values, and how many per element.
+	field, per := protowire.Number(0), 1
+	switch info.name {
+	case "FLOAT":
+		field = tpFloatData
+	case "COMPLEX64":
+		field, per = tpFloatData, 2
+	case "INT32", "INT16", "INT8", "UINT16", "UINT8", "BOOL", "FLOAT16", "BFLOAT16":
+		field = tpInt32Data
+	case "INT64":
+		field = tpInt64Data
+	case "DOUBLE":
+		field = tpDoubleData
+	case "COMPLEX128":
+		field, per = tpDoubleData, 2
+	case "UINT32", "UINT64":
+		field = tpUint64Data
+	}
+	for num, f := range typed {
+		if num != field && len(f.spans) > 0 {
+			return nil, onnxErr(f.spans[0].off, "%s holds values but data_type is %s", f.name, info.name)
+		}
+	}
+	f := typed[field]
+	switch {
+	case haveRaw && len(f.spans) > 0:
+		return nil, onnxErr(f.spans[0].off, "both raw_data and %s hold data", f.name)
+	case haveRaw:
+		if int64(len(raw)) != size {
+			return nil, onnxErr(rawOff, "raw_data has %d bytes but dims [%s] of %s describe %d", len(raw), ShapeString(dims), info.name, size)
+		}
+		t.Data = raw
+		return t, nil
+	}
+	want := int64(t.Elements()) * int64(per)
+	count, err := f.count()
+	if err != nil {
+		return nil, err
+	}
+	if count != want {
+		if count == 0 {
+			return nil, onnxErr(-1, "no data: neither raw_data nor %s, but dims [%s] describe %d elements", f.name, ShapeString(dims), t.Elements())
+		}
+		return nil, onnxErr(f.spans[0].off, "%s has %d values but dims [%s] of %s need %d", f.name, count, ShapeString(dims), info.name, want)
+	}
+	// count values are in the file, so size is bounded by the input.
+	t.Data = make([]byte, size)
+	if err := f.decode(t.Data, info.name, t.DType.Size/per); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func onnxDim(v uint64, off, i int) (int, error) {
+	d := int64(v)
+	if d < 0 {
+		return 0, onnxErr(off, "dimension %d is negative (%d)", i, d)
+	}
+	if i >= 1024 {
+		return 0, onnxErr(off, "more than 1024 dimensions")
+	}
+	if d > math.MaxInt64/2 {
+		return 0, onnxErr(off, "dimension %d is too large (%d)", i, d)
+	}
+	return int(d), nil
+}
+
+// externalLocation finds the "location" entry of external_data (a
+// StringStringEntryProto: key 1, value 2), for the error message.
+func externalLocation(b []byte) string {
+	var key, value string
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return "?"
+		}
+		b = b[n:]
+		if typ != protowire.BytesType {
+			m := protowire.ConsumeFieldValue(num, typ, b)
+			if m < 0 {
+				return "?"
+			}
+			b = b[m:]
+			continue
+		}
+		v, m := protowire.ConsumeBytes(b)
+		if m < 0 {
+			return "?"
+		}
+		b = b[m:]
+		switch num {
+		case 1:
+			key = string(v)
+		case 2:
+			value = string(v)
+		}
+	}
+	if key == "location" {
+		return value
+	}
+	return "?"
+}
+
+// count is the number of values in the field's spans.
+func (f *typedField) count() (int64, error) {
+	var n int64
+	for _, s := range f.spans {
+		switch f.wire {
+		case protowire.Fixed32Type:
+			if len(s.b)%4 != 0 {
+				return 0, onnxErr(s.off, "%s: %d bytes is not a whole number of 4-byte values", f.name, len(s.b))
+			}
+			n += int64(len(s.b) / 4)
+		case protowire.Fixed64Type:
+			if len(s.b)%8 != 0 {
+				return 0, onnxErr(s.off, "%s: %d bytes is not a whole number of 8-byte values", f.name, len(s.b))
+			}
+			n += int64(len(s.b) / 8)
+		default:
+			if len(s.b) > 0 && s.b[len(s.b)-1]&0x80 != 0 {
+				return 0, onnxErr(s.off+len(s.b)-1, "%s: the last varint is cut off", f.name)
+			}
+			for _, c := range s.b {
+				if c&0x80 == 0 {
+					n++
+				}
+			}
+		}
+	}
+	return n, nil
+}
+
+// decode writes the values as little-endian elements of size bytes each
+// (a complex element is two values of size bytes).
+func (f *typedField) decode(dst []byte, typeName string, size int) error {
+	at := 0
+	for _, s := range f.spans {
+		switch f.wire {
+		case protowire.Fixed32Type, protowire.Fixed64Type:
+			// IEEE floats, already little-endian on the wire.
+			at += copy(dst[at:], s.b)
+			continue
+		}
+		for p := 0; p < len(s.b); {
+			v, k := protowire.ConsumeVarint(s.b[p:])
+			if k < 0 {
+				return onnxErr(s.off+p, "%s: malformed varint", f.name)
+			}
+			if err := putTyped(dst[at:at+size], v, typeName); err != nil {
+				return onnxErr(s.off+p, "%s: %v", f.name, err)
+			}
+			at += size
+			p += k
+		}
+	}
+	return nil
+}
+
+// putTyped stores one varint value of a typed field as the element bytes
+// of typeName, refusing values the type cannot hold.
+func putTyped(dst []byte, v uint64, typeName string) error {
+	s := int64(v) // int32 and int64 fields are two's complement, sign-extended
+	lo, hi := int64(0), int64(0)
+	switch typeName {
+	case "INT8":
+		lo, hi = math.MinInt8, math.MaxInt8
+	case "UINT8":
+		lo, hi = 0, math.MaxUint8
+	case "BOOL":
+		lo, hi = 0, 1
+	case "INT16":
+		lo, hi = math.MinInt16, math.MaxInt16
+	case "UINT16":
+		lo, hi = 0, math.MaxUint16
+	case "FLOAT16", "BFLOAT16":
+		// The bit pattern, written as uint16 by onnx.helper; a writer that
+		// sign-extended an int16 view is accepted too.
+		lo, hi = math.MinInt16, math.MaxUint16
+	case "INT32":
+		lo, hi = math.MinInt32, math.MaxInt32
+	case "UINT32":
+		if v > math.MaxUint32 {
+			return fmt.Errorf("value %d does not fit UINT32", v)
+		}
+		binary.LittleEndian.PutUint32(dst, uint32(v))
+		return nil
+	case "INT64", "UINT64":
+		binary.LittleEndian.PutUint64(dst, v)
+		return nil
+	default:
+		return errors.New("internal error: no varint field for " + typeName)
+	}
+	if s < lo || s > hi {
+		return fmt.Errorf("value %d does not fit %s", s, typeName)
+	}
+	switch len(dst) {
+	case 1:
+		dst[0] = byte(s)
+	case 2:
+		binary.LittleEndian.PutUint16(dst, uint16(s))
+	case 4:
+		binary.LittleEndian.PutUint32(dst, uint32(s))
+	}
+	return nil
+}
+
+// ONNXDataType is the TensorProto.DataType of d, or why d cannot be
+// written as an ONNX tensor. ONNX raw_data is little-endian by the spec and
+// depthspace never converts bytes, so big-endian data is refused.
+func ONNXDataType(d DType) (int32, error) {
+	if d.Order == '>' && d.Size > 1 {
+		return 0, fmt.Errorf("big-endian %s data cannot be written as ONNX: raw_data is little-endian and depthspace never converts bytes; convert it first (numpy: x.astype(x.dtype.newbyteorder('<'))) or write npy", d.Name())
+	}
+	want := d.Name()
+	for code, t := range onnxTypes {
+		if t.numpy != "" && t.numpy == want {
+			return code, nil
+		}
+	}
+	if d.Kind == 'V' && d.Size == 2 {
+		return 0, fmt.Errorf("%s is opaque: if it holds bfloat16, say --dtype bfloat16", d.Name())
+	}
+	return 0, fmt.Errorf("%s has no ONNX tensor type (ONNX strings are not fixed-size bytes)", d.Name())
+}
+
+// ONNXPreamble is every byte of a TensorProto (C-order, little-endian
+// data) before its data: dims, data_type, name, and the raw_data tag and
+// length, which the data bytes then follow. Writing raw_data last lets an
+// output be written, or streamed, like an npy file: preamble, then data.
+func ONNXPreamble(h Header, name string) ([]byte, error) {
+	code, err := ONNXDataType(h.DType)
+	if err != nil {
+		return nil, err
+	}
+	size := h.DataBytes()
+	if size < 0 {
+		return nil, errors.New("the tensor is too large")
+	}
+	var b []byte
+	for _, d := range h.Shape {
+		b = protowire.AppendTag(b, tpDims, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(d))
+	}
+	b = protowire.AppendTag(b, tpDataType, protowire.VarintType)
+	b = protowire.AppendVarint(b, uint64(code))
+	if name != "" {
+		b = protowire.AppendTag(b, tpName, protowire.BytesType)
+		b = protowire.AppendString(b, name)
+	}
+	b = protowire.AppendTag(b, tpRawData, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(size))
+	return b, nil
+}
+
+// ONNXTypeName is the ONNX name of a TensorProto.DataType.
+func ONNXTypeName(code int32) string {
+	if t, ok := onnxTypes[code]; ok {
+		return t.name
+	}
+	return strconv.Itoa(int(code))
+}

@@ -1,0 +1,149 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Reorder: repairing depth-side data that is in the other channel order or
+// the other layout.
+//
+// The depth tensor of SPEC's operators is [N, C·B, O1…OK] (or NHWC); its
+// channel index is kk·C + c in DCR and c·B + kk in CRD. Converting one order
+// into the other is therefore a pure channel permutation, c·B + kk ↔
+// kk·C + c, and converting NCHW into NHWC a transpose. Both are gathers
+// over labelled axes, exactly like the operators, so a reorder is a Plan
+// and runs on the same engine (Run, RunItems, Chunker).
+
+// ReorderRequest is what `depthspace reorder` asks for. Block is needed
+// only when the orders differ (it gives B, the block offsets per channel
+// group); with equal orders it may be nil.
+type ReorderRequest struct {
+	FromOrder, ToOrder   Order
+	FromLayout, ToLayout Layout
+	Block                Block
+}
+
+// ChangesOrder says whether the request permutes channels.
+func (r ReorderRequest) ChangesOrder() bool { return r.FromOrder != r.ToOrder }
+
+// ChangesLayout says whether the request transposes the channel axis.
+func (r ReorderRequest) ChangesLayout() bool { return r.FromLayout != r.ToLayout }
+
+// NewReorder validates r against an input of the given shape (in r's
+// FromLayout) and plans the reorder. The output is C order in ToLayout.
+func NewReorder(r ReorderRequest, in []int, elemSize int, fortran bool) (*Plan, error) {
+	rank := len(in)
+	if rank < 3 {
+		return nil, fmt.Errorf("rank %d tensor %v: reorder needs at least 3 axes (batch, channel and one spatial axis)", rank, shapeString(in))
+	}
+	if elemSize < 1 {
+		return nil, fmt.Errorf("element size %d", elemSize)
+	}
+	for i, d := range in {
+		if d < 0 {
+			return nil, fmt.Errorf("dimension %d of shape %v is negative", i, shapeString(in))
+		}
+	}
+	total, ok := checkedProduct(in)
+	if !ok || total > math.MaxInt/elemSize {
+		return nil, fmt.Errorf("shape %v of %d-byte elements is too large", shapeString(in), elemSize)
+	}
+	k := rank - 2
+	B := 1
+	if r.Block != nil {
+		blocks, err := expandBlock(r.Block, k)
+		if err != nil {
+			return nil, err
+		}
+		if B, ok = checkedProduct(blocks); !ok {
+			return nil, fmt.Errorf("block %s: the product of the block edges overflows", Block(blocks))
+		}
+	} else if r.ChangesOrder() {
+		return nil, errors.New("changing the channel order needs the block size (-b)")
+	}
+	chIn, spIn := 1, 2
+	if r.FromLayout == NHWC {
+		chIn, spIn = rank-1, 1
+	}
+	CB := in[chIn]
+	if r.Block != nil && CB%B != 0 {
+		return nil, fmt.Errorf("channels %d is not divisible by %d (block %s)", CB, B, r.Block)
+	}
+	C := CB / B
+
+	st := denseStrides(in, fortran)
+	type label struct {
+		extent, stride int
+		block          bool
+	}
+	n := label{extent: in[0], stride: st[0]}
+	sp := make([]label, k)
+	spProduct := 1
+	for i := range sp {
+		sp[i] = label{extent: in[spIn+i], stride: st[spIn+i]}
+		spProduct *= max(in[spIn+i], 1)
+	}
+	// The channel axis: one label, or (kk, c) / (c, kk) when the order
+	// changes. kk is the block offset the chunker keeps whole.
+	chs := st[chIn]
+	var channel []label
+	if r.ChangesOrder() {
+		kk := label{extent: B, block: true}
+		c := label{extent: C}
+		if r.FromOrder == DCR { // ch = kk·C + c
+			kk.stride, c.stride = chs*C, chs
+		} else { // ch = c·B + kk
+			kk.stride, c.stride = chs, chs*B
+		}
+		if r.ToOrder == DCR {
+			channel = []label{kk, c}
+		} else {
+			channel = []label{c, kk}
+		}
+	} else {
+		channel = []label{{extent: CB, stride: chs}}
+	}
+	// The chunker needs the labels it may cut (those not marked block) in
+	// the same relative order in input and output. A transpose moves the
+	// channel across the spatial axes, so one side of it must be kept
+	// whole: the smaller, so that chunks stay small.
+	if r.ChangesLayout() {
+		if CB <= spProduct {
+			for i := range channel {
+				channel[i].block = true
+			}
+		} else {
+			for i := range sp {
+				sp[i].block = true
+			}
+		}
+	}
+	seq := []label{n}
+	if r.ToLayout == NCHW {
+		seq = append(seq, channel...)
+		seq = append(seq, sp...)
+	} else {
+		seq = append(seq, sp...)
+		seq = append(seq, channel...)
+	}
+	out := make([]int, 0, rank)
+	out = append(out, in[0])
+	if r.ToLayout == NCHW {
+		out = append(out, CB)
+	}
+	for i := 0; i < k; i++ {
+		out = append(out, in[spIn+i])
+	}
+	if r.ToLayout == NHWC {
+		out = append(out, CB)
+	}
+	p := &Plan{In: append([]int(nil), in...), Out: out, ElemSize: elemSize, fortran: fortran}
+	for _, l := range seq {
+		p.dims = append(p.dims, l.extent)
+		p.stride = append(p.stride, l.stride)
+		p.isBlock = append(p.isBlock, l.block)
+	}
+	return p, nil
+}

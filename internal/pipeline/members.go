@@ -1,0 +1,209 @@
+package pipeline
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/depthspace/depthspace/internal/format"
+	fileio "github.com/depthspace/depthspace/internal/io"
+	"github.com/depthspace/depthspace/internal/ops"
+)
+
+// Archives: an npz input is transformed array by array, and the output
+// keeps every member's name. An npz output is written like np.savez:
+// stored members, or deflated ones (np.savez_compressed) when the input
+// had deflated members, so that a round trip keeps the archive's kind.
+// A single-tensor input written as npz becomes the member arr_0, numpy's
+// name for a positional array.
+
+// DefaultMemberName names the one array of an npz made from another format.
+const DefaultMemberName = "arr_0"
+
+// transformMembers runs opts on every tensor of ts and writes the results
+// as one npz archive (to == npz), or refuses an archive of several arrays
+// written to a single-tensor format.
+func transformMembers(opts Options, ts []*Tensor, to format.Kind) (*Result, error) {
+	if to != format.KindNpz {
+		names := make([]string, len(ts))
+		for i, t := range ts {
+			names[i] = t.Name
+		}
+		return nil, pathErr(opts.Path, fmt.Errorf("is an npz archive of %d arrays (%s); %s output holds one tensor: write an .npz (-o OUT.npz or --to npz)", len(ts), strings.Join(names, ", "), to))
+	}
+	// Plan every member before writing anything: an impossible shape in
+	// the last member leaves no output at all.
+	plans := make([]*ops.Plan, len(ts))
+	for i, t := range ts {
+		p, err := opts.plan(t)
+		if err != nil {
+			return nil, pathErr(opts.Path, memberErr(t, err))
+		}
+		plans[i] = p
+	}
+	if err := checkOutput(opts, ts[0], to); err != nil {
+		return nil, err
+	}
+	res, err := StoreMembers(opts.Output, opts.Stdout, opts.BufferLimit, memberJobs(opts, ts, plans))
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// MemberJob is one array of an npz output: its name, its header (C order)
+// and what produces its bytes.
+type MemberJob struct {
+	Name       string
+	Header     format.Header
+	Producer   Producer
+	Compressed bool // the source array was deflated
+	// Load, when set, is called before Producer (a streamed input is read
+	// whole here: members are written one after the other).
+	Load func() error
+	// Result describes the job for the caller.
+	Result *Result
+}
+
+func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan) []MemberJob {
+	jobs := make([]MemberJob, len(ts))
+	for i, t := range ts {
+		t, p := t, plans[i]
+		name := t.Name
+		if t.Kind != format.KindNpz || name == "" {
+			name = DefaultMemberName
+		}
+		jobs[i] = MemberJob{
+			Name: name, Header: format.Header{DType: t.DType, Shape: p.Out},
+			Producer: producer(p, t, opts.Threads), Compressed: t.Compressed,
+			Result: &Result{Input: opts.Path, Output: opts.Output, InShape: t.Shape, OutShape: p.Out,
+				DType: t.DType.Name(), Bytes: int64(p.Bytes()), Name: name},
+		}
+		if t.Stream != nil {
+			jobs[i].Load = func() error {
+				data, err := readWhole(t.Stream, int64(p.Bytes()))
+				if err != nil {
+					return pathErr("stdin", err)
+				}
+				t.Data, t.Stream = data, nil
+				return nil
+			}
+		}
+	}
+	return jobs
+}
+
+// StoreMembers writes jobs as one npz archive to path ("-": stdout),
+// atomically for files. Members are deflated when any source member was.
+// Each member's bytes are produced a batch of items at a time, so memory
+// stays within limit for all but a single item larger than it.
+func StoreMembers(path string, stdout io.Writer, limit int, jobs []MemberJob) (*Result, error) {
+	if limit <= 0 {
+		limit = DefaultBufferLimit
+	}
+	compress := false
+	for _, j := range jobs {
+		compress = compress || j.Compressed
+	}
+	out, err := fileio.Create(path, stdout)
+	if err != nil {
+		return nil, pathErr(path, err)
+	}
+	fail := func(err error) (*Result, error) {
+		out.Abort()
+		var pe *PathError
+		if errors.As(err, &pe) {
+			return nil, err
+		}
+		return nil, pathErr(displayName(path), err)
+	}
+	bw := bufio.NewWriterSize(out, 1<<16)
+	zw := format.NewNpzWriter(bw, compress)
+	res := &Result{Output: path}
+	for _, j := range jobs {
+		if j.Load != nil {
+			if err := j.Load(); err != nil {
+				return fail(err)
+			}
+		}
+		w, err := zw.Member(j.Name, j.Header)
+		if err != nil {
+			return fail(err)
+		}
+		if err := produceTo(w, j.Header.DataBytes(), limit, j.Producer); err != nil {
+			return fail(fmt.Errorf("npz member %q: %w", j.Name, err))
+		}
+		if j.Result != nil {
+			res.Members = append(res.Members, j.Result)
+			res.Bytes += j.Result.Bytes
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return fail(err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fail(err)
+	}
+	if err := out.Commit(); err != nil {
+		return nil, pathErr(displayName(path), err)
+	}
+	if len(res.Members) > 0 {
+		first := res.Members[0]
+		res.Input, res.InShape, res.OutShape, res.DType = first.Input, first.InShape, first.OutShape, first.DType
+	}
+	return res, nil
+}
+
+// produceTo writes the size bytes p produces to w, in batches of items
+// that fit in limit (or all at once when p cannot produce items).
+func produceTo(w io.Writer, size int64, limit int, p Producer) error {
+	if size == 0 {
+		return nil
+	}
+	itemBytes := int64(0)
+	if p.Items > 0 {
+		itemBytes = size / int64(p.Items)
+	}
+	if !p.Itemwise || p.Items <= 1 || itemBytes > int64(limit) || size <= int64(limit) {
+		data := make([]byte, size)
+		if err := p.Run(data, 0, p.Items); err != nil {
+			return err
+		}
+		_, err := w.Write(data)
+		return err
+	}
+	per := max(1, int(int64(limit)/itemBytes))
+	buf := make([]byte, int64(min(per, p.Items))*itemBytes)
+	for first := 0; first < p.Items; first += per {
+		count := min(per, p.Items-first)
+		b := buf[:int64(count)*itemBytes]
+		if err := p.Run(b, first, count); err != nil {
+			return err
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readWhole reads exactly the n data bytes a header describes from a
+// stream, refusing fewer or more.
+func readWhole(r io.Reader, n int64) ([]byte, error) {
+	if n < 0 {
+		return nil, errors.New("the tensor is too large")
+	}
+	b, err := io.ReadAll(io.LimitReader(r, n+1))
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case int64(len(b)) < n:
+		return nil, fmt.Errorf("truncated: the header describes %d data bytes but the input ended after %d", n, len(b))
+	case int64(len(b)) > n:
+		return nil, fmt.Errorf("bytes beyond the %d data bytes the header describes", n)
+	}
+	return b, nil
+}
