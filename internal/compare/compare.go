@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"runtime/debug"
 
@@ -265,6 +266,52 @@ func Files(j Job) (*Report, error) {
 		return nil, err
 	}
 	defer tb.Close()
+	return tensors(j, ta, tb)
+}
+
+// Any compares two inputs that may be archives (npz) of several tensors:
+// then member by member (an *ArchiveReport), otherwise as Files does (a
+// *Report). The result says whether they are equal.
+func Any(j Job) (result interface {
+	WriteText(io.Writer) error
+}, equal bool, err error) {
+	if j.A.Path == "-" && j.B.Path == "-" {
+		return nil, false, errors.New("only one of the inputs can be standard input (-)")
+	}
+	if err := check(&j.Options); err != nil {
+		return nil, false, err
+	}
+	as, err := pipeline.LoadAll(j.A)
+	if err != nil {
+		return nil, false, err
+	}
+	defer closeAll(as)
+	bs, err := pipeline.LoadAll(j.B)
+	if err != nil {
+		return nil, false, err
+	}
+	defer closeAll(bs)
+	if len(as) == 1 && len(bs) == 1 {
+		rep, err := tensors(j, as[0], bs[0])
+		if err != nil {
+			return nil, false, err
+		}
+		return rep, rep.Equal, nil
+	}
+	rep, err := Archives(j, as, bs)
+	if err != nil {
+		return nil, false, err
+	}
+	return rep, rep.Equal, nil
+}
+
+func closeAll(ts []*pipeline.Tensor) {
+	for _, t := range ts {
+		t.Close()
+	}
+}
+
+func tensors(j Job, ta, tb *pipeline.Tensor) (*Report, error) {
 	rep, err := Tensors(Tensor{Header: ta.Header, Data: ta.Data}, Tensor{Header: tb.Header, Data: tb.Data}, j.Options)
 	if err != nil {
 		return nil, &pipeline.PathError{Path: j.A.Path + " and " + j.B.Path, Err: err}

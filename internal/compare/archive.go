@@ -1,0 +1,91 @@
+package compare
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/depthspace/depthspace/internal/pipeline"
+)
+
+// ArchiveReport compares two archives (npz) member by member: members are
+// matched by name; each pair has its own Report.
+type ArchiveReport struct {
+	A, B    string    `json:"-"`
+	Equal   bool      `json:"equal"`
+	Members []*Report `json:"members"`
+	// OnlyA and OnlyB name the members the other side lacks; either makes
+	// the archives different.
+	OnlyA []string `json:"only_in_a"`
+	OnlyB []string `json:"only_in_b"`
+}
+
+// MarshalJSON adds the two paths as the single-tensor report has them.
+func (r *ArchiveReport) MarshalJSON() ([]byte, error) {
+	type plain ArchiveReport
+	return json.Marshal(struct {
+		A string `json:"a"`
+		B string `json:"b"`
+		*plain
+	}{r.A, r.B, (*plain)(r)})
+}
+
+// Archives compares every member of a with the member of b that has the
+// same name, in a's order.
+func Archives(j Job, a, b []*pipeline.Tensor) (*ArchiveReport, error) {
+	rep := &ArchiveReport{A: j.A.Path, B: j.B.Path, Equal: true, OnlyA: []string{}, OnlyB: []string{}, Members: []*Report{}}
+	byName := map[string]*pipeline.Tensor{}
+	for _, t := range b {
+		byName[t.Name] = t
+	}
+	seen := map[string]bool{}
+	for _, ta := range a {
+		seen[ta.Name] = true
+		tb, ok := byName[ta.Name]
+		if !ok {
+			rep.OnlyA = append(rep.OnlyA, ta.Name)
+			rep.Equal = false
+			continue
+		}
+		r, err := Tensors(Tensor{Header: ta.Header, Data: ta.Data}, Tensor{Header: tb.Header, Data: tb.Data}, j.Options)
+		if err != nil {
+			return nil, &pipeline.PathError{Path: fmt.Sprintf("%s and %s, member %s", j.A.Path, j.B.Path, ta.Name), Err: err}
+		}
+		r.A.Path, r.A.Format = j.A.Path+":"+ta.Name, string(ta.Kind)
+		r.B.Path, r.B.Format = j.B.Path+":"+tb.Name, string(tb.Kind)
+		rep.Members = append(rep.Members, r)
+		rep.Equal = rep.Equal && r.Equal
+	}
+	for _, tb := range b {
+		if !seen[tb.Name] {
+			rep.OnlyB = append(rep.OnlyB, tb.Name)
+			rep.Equal = false
+		}
+	}
+	return rep, nil
+}
+
+// WriteText prints one report per member, then the members only one side
+// has, then a verdict line.
+func (r *ArchiveReport) WriteText(w io.Writer) error {
+	for _, m := range r.Members {
+		if err := m.WriteText(w); err != nil {
+			return err
+		}
+	}
+	var b strings.Builder
+	if len(r.OnlyA) > 0 {
+		fmt.Fprintf(&b, "only in %s: %s\n", r.A, strings.Join(r.OnlyA, ", "))
+	}
+	if len(r.OnlyB) > 0 {
+		fmt.Fprintf(&b, "only in %s: %s\n", r.B, strings.Join(r.OnlyB, ", "))
+	}
+	verdict := "are equal"
+	if !r.Equal {
+		verdict = "differ"
+	}
+	fmt.Fprintf(&b, "archives %s and %s %s (%d members compared)\n", r.A, r.B, verdict, len(r.Members))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
