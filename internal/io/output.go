@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -46,11 +47,11 @@ func Create(name string, stdout io.Writer) (*Output, error) {
 		switch {
 		case fi.IsDir():
 			return nil, errors.New("output is a directory")
-		case !fi.Mode().IsRegular():
+		case !fi.Mode().IsRegular() || isDescriptorPath(name):
 			// A device, FIFO or socket (-o /dev/null, -o >(gzip)): write to
 			// it as a stream. Renaming a temporary file over it would
 			// replace the device itself.
-			f, err := os.OpenFile(name, os.O_WRONLY, 0)
+			f, err := os.OpenFile(name, os.O_WRONLY|os.O_TRUNC, 0)
 			if err != nil {
 				return nil, unwrapPath(err)
 			}
@@ -68,6 +69,31 @@ func Create(name string, stdout io.Writer) (*Output, error) {
 		return nil, err
 	}
 	return &Output{Name: name, w: f, f: f, tmp: f.Name()}, nil
+}
+
+// isDescriptorPath says whether name leads to an open file descriptor
+// (/dev/stdout, /dev/fd/N, /proc/self/fd/N): when standard output is
+// redirected to a file these resolve to a regular file, but they are not a
+// place to create files, and renaming over the link would replace it.
+func isDescriptorPath(name string) bool {
+	real, err := filepath.EvalSymlinks(name)
+	if err != nil {
+		return false
+	}
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		return false
+	}
+	for _, p := range []string{abs, real} {
+		if strings.HasPrefix(p, "/dev/") || strings.HasPrefix(p, "/proc/") {
+			return true
+		}
+	}
+	// The link's own target, before /proc's magic links resolve to the file.
+	if t, err := os.Readlink(name); err == nil && (strings.HasPrefix(t, "/proc/") || strings.HasPrefix(t, "/dev/")) {
+		return true
+	}
+	return false
 }
 
 // IsFile says whether the output is a regular file (so it can be mapped).
