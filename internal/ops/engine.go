@@ -3,6 +3,7 @@ package ops
 import (
 	"fmt"
 	"runtime/debug"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -171,6 +172,15 @@ func (g gather) plan(threads int) work {
 	w.tileJ, w.tileL = g.dims[w.j], 1
 	if w.l != w.j {
 		w.tileL = g.dims[w.l]
+	}
+	// A de-interleave tile reads one contiguous stretch of input and writes
+	// tileL output rows. Walking the outer axes in input order then reads
+	// the input front to back while the output is written as a few
+	// sequential streams; in output order it would read every other input
+	// row per pass. Measured (BenchmarkKernel, -j 2, median of 3): W1 s2d went
+	// from 1.85x to 1.32x the time of a copy of the same bytes.
+	if w.l != w.j && g.stride[w.j] == w.tileL {
+		sort.SliceStable(w.outer, func(a, b int) bool { return g.stride[w.outer[a]] > g.stride[w.outer[b]] })
 	}
 	w.split = 1
 	// Enough pieces that two goroutines finishing at different times still
