@@ -50,6 +50,13 @@ func depthspaceBin(t *testing.T) string {
 	return bin
 }
 
+// quickExit is the environment for running depthspace: under -race, a
+// process otherwise sleeps a second at exit (GORACE atexit_sleep_ms),
+// which is most of these tests' time.
+func quickExit() []string {
+	return append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+}
+
 // files lists the regular files under root, relative, with contents.
 func files(t *testing.T, root string) map[string][]byte {
 	t.Helper()
@@ -98,6 +105,7 @@ func TestShardSimulation(t *testing.T) {
 	run := func(args ...string) *exec.Cmd {
 		cmd := exec.Command(bin, append([]string{"s2d", "-b", "2", "-j", "2", "--json"}, args...)...)
 		cmd.Dir = dir
+		cmd.Env = quickExit()
 		return cmd
 	}
 	if out, err := run("--out-dir", "whole", "data").CombinedOutput(); err != nil {
@@ -209,13 +217,21 @@ func TestProgressBarInTmux(t *testing.T) {
 // returns the pane's text once the command has finished.
 func inTmux(t *testing.T, tmux, dir, command string) string {
 	t.Helper()
-	sock := filepath.Join(dir, "tmux.sock")
+	// A server of its own for each call: a socket is not reused while the
+	// previous server shuts down.
+	f, err := os.CreateTemp(dir, "tmux-*.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	sock := f.Name()
+	os.Remove(sock)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	tm := func(args ...string) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, tmux, append([]string{"-f", "/dev/null", "-S", sock}, args...)...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "TERM=xterm-256color", "TMUX=")
+		cmd.Env = append(quickExit(), "TERM=xterm-256color", "TMUX=")
 		return cmd.CombinedOutput()
 	}
 	// The pane stays open after the command (sleep) so it can be read;

@@ -44,7 +44,7 @@ var opSpaceToDepth = opKind{
   # Raw bytes need a description
   depthspace s2d -b 4 --from raw --dtype uint8 --shape 16,3,2048,2048 frames.bin -o out.npy
 
-  # A batch: walk data/ (.npy .json .raw .bin files), keep relative paths under out/
+  # A batch: walk data/ for tensor files, keep relative paths under out/
   depthspace s2d -b 2 --out-dir out/ data/
   depthspace s2d -b 2 --out-dir out/ a.npy b.npy c.json --to npy   # out/a.npy out/b.npy out/c.npy
 
@@ -132,11 +132,12 @@ temporary file and renamed into place when complete, or to standard output.
 
 With --out-dir DIR, any number of INPUTs, files or directories, make a
 batch. Directories are walked recursively (symbolic links followed, loops
-reported) for .npy, .json, .raw and .bin files, in byte-wise sorted order
-of their paths relative to the directory; each result goes to DIR/REL (a
-file argument: DIR/NAME), with the extension of --to's format if --to is
-given. A file that fails is reported and the batch goes on; a summary ends
-the run, and the exit status is 2 if any file failed. See docs/batch.md.
+reported) for tensor files (.npy .json .raw .bin .pb .npz), in byte-wise
+sorted order of their paths relative to the directory; each result goes
+to DIR/REL (a file argument: DIR/NAME), with the extension of --to's
+format if --to is given. A file that fails is reported and the batch goes
+on; a summary ends the run, and the exit status is 2 if any file failed.
+See docs/batch.md.
 
 Index formula (K spatial axes, blocks b1..bK, B = b1*...*bK, kk the
 row-major block offset):
@@ -167,8 +168,8 @@ depth-to-space is the exact inverse with the same --order.`,
 	fl.StringVar(&f.order, "order", "dcr", "channel order: dcr (depth-column-row, blocks-first) or crd (column-row-depth, depth-first)")
 	fl.StringVar(&f.layout, "layout", "nchw", "tensor layout: nchw (channels-first) or nhwc (channels-last)")
 	fl.StringVarP(&f.output, "output", "o", "-", "output file, or - for standard output")
-	fl.StringVar(&f.from, "from", "", "input format: npy, raw or json (default: by extension, then by content)")
-	fl.StringVar(&f.to, "to", "", "output format: npy, raw or json (default: by -o's extension, else the input's format)")
+	fl.StringVar(&f.from, "from", "", "input format: npy, raw, json, onnx (TensorProto .pb) or npz (default: by extension, then by content)")
+	fl.StringVar(&f.to, "to", "", "output format: npy, raw, json, onnx or npz (default: by -o's extension, else the input's format)")
 	fl.StringVar(&f.dtype, "dtype", "", "element type of raw input or a bare JSON array (float32, uint8, f4, >i2, bfloat16, FLOAT16, ...)")
 	fl.StringVar(&f.shape, "shape", "", "shape of raw input, as D1,D2,...")
 	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work (in a batch: across and within files)")
@@ -305,8 +306,8 @@ func registerCompletions(cmd *cobra.Command) {
 	}
 	_ = cmd.RegisterFlagCompletionFunc("order", fixed("dcr\tdepth-column-row (ONNX DCR, TensorFlow)", "crd\tcolumn-row-depth (ONNX CRD, PyTorch)"))
 	_ = cmd.RegisterFlagCompletionFunc("layout", fixed("nchw\tchannels first", "nhwc\tchannels last"))
-	_ = cmd.RegisterFlagCompletionFunc("from", fixed("npy", "raw", "json"))
-	_ = cmd.RegisterFlagCompletionFunc("to", fixed("npy", "raw", "json"))
+	_ = cmd.RegisterFlagCompletionFunc("from", fixed("npy", "raw", "json", "onnx", "npz"))
+	_ = cmd.RegisterFlagCompletionFunc("to", fixed("npy", "raw", "json", "onnx", "npz"))
 	_ = cmd.RegisterFlagCompletionFunc("block", fixed("2", "3", "4", "2x2", "2x3"))
 	_ = cmd.RegisterFlagCompletionFunc("dtype", fixed(strings.Fields("float32 float16 bfloat16 float64 int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool complex64 complex128")...))
 	_ = cmd.RegisterFlagCompletionFunc("progress", fixed("auto\ta bar when stderr is a terminal", "always\ta bar, or plain lines when stderr is not a terminal", "never\tonly the summary"))

@@ -35,6 +35,12 @@ func TestScripts(t *testing.T) {
 			"truncate": cmdTruncate,
 		},
 		RequireExplicitExec: true,
+		// Under -race every exiting process sleeps 1 s by default
+		// (atexit_sleep_ms): that alone made these scripts take minutes.
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("GORACE", "atexit_sleep_ms=0")
+			return nil
+		},
 	})
 }
 

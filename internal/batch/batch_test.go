@@ -77,7 +77,7 @@ func TestRunKeepsGoingPastAFailure(t *testing.T) {
 	if sum.Done != 2 || sum.Failed != 1 || sum.Skipped != 0 || sum.Files != 3 || sum.Total != 3 || sum.Bytes != 16+72 {
 		t.Errorf("summary %+v", sum)
 	}
-	if got, want := stderr.String(), "depthspace: d/b.npy: height 5 is not divisible by block 2\n"; got != want {
+	if got, want := stderr.String(), "depthspace: "+filepath.FromSlash("d/b.npy")+": height 5 is not divisible by block 2\n"; got != want {
 		t.Errorf("stderr %q, want %q", got, want)
 	}
 	recs, s := records(t, stdout.Bytes())
@@ -86,7 +86,7 @@ func TestRunKeepsGoingPastAFailure(t *testing.T) {
 	}
 	var order []string
 	for _, r := range recs {
-		order = append(order, r.Input+":"+r.Status)
+		order = append(order, filepath.ToSlash(r.Input)+":"+r.Status)
 	}
 	if got := strings.Join(order, " "); got != "d/a.npy:ok d/b.npy:failed d/c/c.npy:ok" {
 		t.Errorf("records %s", got)

@@ -27,18 +27,34 @@ type item struct {
 }
 
 // IsTensorName says whether a file met in a directory walk is taken as a
-// tensor: by its extension, as for format detection (.npy, .json, .raw,
-// .bin; case-insensitive). Files named on the command line are taken
+// tensor: by its extension, as format detection reads it (.npy, .json,
+// .raw, .bin, and the other formats package format knows, such as .pb and
+// .npz; case-insensitive). Files named on the command line are taken
 // whatever their name.
 func IsTensorName(name string) bool {
 	return format.KindByExtension(name) != ""
 }
 
+// tensorExts are the extensions an output may be given, in order of
+// preference for a format (raw: .raw before .bin).
+var tensorExts = []string{".npy", ".json", ".raw", ".bin", ".pb", ".npz"}
+
+// extension is the file extension of format k: the first of tensorExts
+// that format detection reads as k (ONNX: .pb), or "." + k.
+func extension(k format.Kind) string {
+	for _, e := range tensorExts {
+		if format.KindByExtension(e) == k {
+			return e
+		}
+	}
+	return "." + string(k)
+}
+
 // OutputName is the relative output path of the input at rel: the same
 // path, with the extension of format to when --to changes the format
-// (x.npy --to json: x.json). An extension that is not a tensor format's is
-// kept and the new one appended (frames.dat --to npy: frames.dat.npy);
-// raw data keeps .bin or .raw.
+// (x.npy --to json: x.json; --to onnx: x.pb). An extension that is not a
+// tensor format's is kept and the new one appended (frames.dat --to npy:
+// frames.dat.npy); raw data keeps .bin or .raw.
 func OutputName(rel string, to format.Kind) string {
 	if to == "" {
 		return rel
@@ -50,7 +66,7 @@ func OutputName(rel string, to format.Kind) string {
 	if kind != "" {
 		rel = strings.TrimSuffix(rel, path.Ext(rel))
 	}
-	return rel + "." + string(to)
+	return rel + extension(to)
 }
 
 // list walks the inputs and returns every item in the batch's order:

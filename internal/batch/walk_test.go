@@ -27,6 +27,9 @@ func TestOutputName(t *testing.T) {
 		{"frames.dat", format.KindNpy, "frames.dat.npy"},
 		{"noext", format.KindJSON, "noext.json"},
 		{"v1.2/x.npy", format.KindJSON, "v1.2/x.json"},
+		{"x.npy", format.Kind("onnx"), "x.pb"},
+		{"x.pb", format.Kind("npz"), "x.npz"},
+		{"x.npz", format.KindNpy, "x.npy"},
 	} {
 		if got := OutputName(c.rel, c.to); got != c.want {
 			t.Errorf("OutputName(%q, %q) = %q, want %q", c.rel, c.to, got, c.want)
@@ -71,13 +74,13 @@ func inputs(items []item) string {
 // kept, command-line files by their base name.
 func TestListOrderAndNames(t *testing.T) {
 	chdir(t)
-	touch(t, "d/b.npy", "d/a/z.json", "d/a.npy", "d/B.npy", "d/a-b.raw", "d/notes.txt", "d/.hidden.npy",
+	touch(t, "d/b.npy", "d/a/z.json", "d/a.npy", "d/Z.npy", "d/a-b.raw", "d/notes.txt", "d/.hidden.npy",
 		"d/.x.npy.depthspace-123.tmp", "d/sub/deep/er/x.BIN", "f/one.dat")
 	items, err := list([]string{"d", "f/one.dat"}, "out", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "d/.hidden.npy>out/.hidden.npy d/B.npy>out/B.npy d/a-b.raw>out/a-b.raw d/a.npy>out/a.npy d/a/z.json>out/a/z.json " +
+	want := "d/.hidden.npy>out/.hidden.npy d/Z.npy>out/Z.npy d/a-b.raw>out/a-b.raw d/a.npy>out/a.npy d/a/z.json>out/a/z.json " +
 		"d/b.npy>out/b.npy f/one.dat>out/one.dat d/sub/deep/er/x.BIN>out/sub/deep/er/x.BIN"
 	if got := inputs(items); got != want {
 		t.Errorf("list:\n got %s\nwant %s", got, want)

@@ -47,8 +47,9 @@ func tempFiles(t *testing.T, dir string) []string {
 func truncatedInput(t *testing.T) (path string, in *fileio.Input, n format.Npy) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "in.npy")
-	shape := []int{2, 3, 64, 64}
-	data := bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7, 8}, 2*3*64*64*4/8)
+	// 1.5 MiB: files under 1 MiB are read, not mapped.
+	shape := []int{2, 3, 256, 256}
+	data := bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7, 8}, 2*3*256*256*4/8)
 	writeNpy(t, path, "<f4", shape, false, data)
 	in, err := fileio.Open(path, nil)
 	if err != nil {
@@ -98,13 +99,15 @@ func TestTruncatedWhileMappedIsAnError(t *testing.T) {
 // error comes back, the previous output is untouched and no temporary file
 // is left.
 func TestTruncatedWhileMappedLeavesNoOutput(t *testing.T) {
-	for name, limit := range map[string]int{"buffered": 0, "items": 60000, "mapped": 1024} {
+	// The file must be big enough to be mapped (fileio reads files under
+	// 1 MiB instead): 2 items of 768 KiB.
+	for name, limit := range map[string]int{"buffered": 0, "items": 800000, "mapped": 1024} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			// Load maps the file, as the command line does; then it
 			// shrinks to its header.
 			big := filepath.Join(dir, "big.npy")
-			writeNpy(t, big, "<f4", []int{2, 3, 64, 64}, false, make([]byte, 2*3*64*64*4))
+			writeNpy(t, big, "<f4", []int{2, 3, 256, 256}, false, make([]byte, 2*3*256*256*4))
 			tensor, err := Load(Source{Path: big})
 			if err != nil {
 				t.Fatal(err)

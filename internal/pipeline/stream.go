@@ -91,8 +91,7 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 	n := ck.Len()
 	if seqIn || seqOut {
 		// In order, one chunk at a time, the kernel on every thread.
-		src := make([]byte, ck.MaxBytes())
-		dst := make([]byte, ck.MaxBytes())
+		src, dst := fileio.Buffer(ck.MaxBytes()), fileio.Buffer(ck.MaxBytes())
 		for i := 0; i < n; i++ {
 			if err := doChunk(ck, i, in, out, base, src, dst, threads); err != nil {
 				return err
@@ -117,8 +116,7 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			src := make([]byte, ck.MaxBytes())
-			dst := make([]byte, ck.MaxBytes())
+			src, dst := fileio.Buffer(ck.MaxBytes()), fileio.Buffer(ck.MaxBytes())
 			for !failed.Load() {
 				i := int(next.Add(1) - 1)
 				if i >= n {
