@@ -497,8 +497,9 @@ func BenchmarkCompare(b *testing.B) {
 // one thread and several.
 func TestTruncatedWhileMapped(t *testing.T) {
 	dir := t.TempDir()
-	shape := []int{4, 64, 64}
-	data := make([]byte, 4*64*64*4)
+	// 1.5 MiB: files under 1 MiB are read, not mapped.
+	shape := []int{6, 256, 256}
+	data := make([]byte, 6*256*256*4)
 	a := filepath.Join(dir, "a.npy")
 	b := filepath.Join(dir, "b.npy")
 	for _, p := range []string{a, b} {

@@ -329,7 +329,7 @@ func TestDecode(t *testing.T) {
 	}
 	for i := 0; i < 1<<16; i++ {
 		want := float64(float16.Frombits(uint16(i)).Float32())
-		if got := halfTable[i]; got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
+		if got := halfTable()[i]; got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
 			t.Fatalf("halfTable[%#04x] = %v, want %v", i, got, want)
 		}
 	}

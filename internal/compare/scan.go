@@ -60,9 +60,10 @@ func (s *side) decodeReal(dst []float64, off, st int) {
 			dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(d[p : p+8]))
 		}
 	case s.r.class == real && s.size == 2 && !s.r.big && !s.r.dt.BFloat16:
+		table := halfTable()
 		for i := range dst {
 			p := 2 * (off + i*st)
-			dst[i] = halfTable[binary.LittleEndian.Uint16(d[p:p+2])]
+			dst[i] = table[binary.LittleEndian.Uint16(d[p:p+2])]
 		}
 	case s.r.class == integer && s.r.dt.Kind == 'u' && s.size == 1:
 		for i := range dst {

