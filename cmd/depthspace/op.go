@@ -11,6 +11,7 @@ import (
 	"github.com/depthspace/depthspace/internal/ops"
 	"github.com/depthspace/depthspace/internal/pipeline"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 type opKind struct {
@@ -106,13 +107,25 @@ type opFlags struct {
 	from, to             string
 	dtype, shape         string
 	threads              int
+	batchFlags
+}
 
-	// A batch (--out-dir): many inputs, one output directory.
+// batchFlags are the flags of a batch (--out-dir: many inputs, one output
+// directory), shared by every command that writes results.
+type batchFlags struct {
 	outDir       string
 	shard        string
 	skipExisting bool
 	progress     string
 	json         bool
+}
+
+func (b *batchFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&b.outDir, "out-dir", "", "batch: write each INPUT's result under `DIR`, relative paths kept (created if missing)")
+	fl.StringVar(&b.shard, "shard", "", "batch: do only shard `K/N` of the sorted file list (0 <= K < N), for N processes or machines")
+	fl.BoolVar(&b.skipExisting, "skip-existing", false, "batch: skip files whose output exists (outputs are atomic, so complete): resume")
+	fl.StringVar(&b.progress, "progress", "auto", "batch: progress on stderr: auto (a bar on a terminal), always (plain lines elsewhere), never")
+	fl.BoolVar(&b.json, "json", false, "batch: one JSON record per file on stdout, then a summary record")
 }
 
 // batchOnly are the flags that mean something only with --out-dir.
@@ -173,11 +186,7 @@ depth-to-space is the exact inverse with the same --order.`,
 	fl.StringVar(&f.dtype, "dtype", "", "element type of raw input or a bare JSON array (float32, uint8, f4, >i2, bfloat16, FLOAT16, ...)")
 	fl.StringVar(&f.shape, "shape", "", "shape of raw input, as D1,D2,...")
 	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work (in a batch: across and within files)")
-	fl.StringVar(&f.outDir, "out-dir", "", "batch: write each INPUT's result under `DIR`, relative paths kept (created if missing)")
-	fl.StringVar(&f.shard, "shard", "", "batch: do only shard `K/N` of the sorted file list (0 <= K < N), for N processes or machines")
-	fl.BoolVar(&f.skipExisting, "skip-existing", false, "batch: skip files whose output exists (outputs are atomic, so complete): resume")
-	fl.StringVar(&f.progress, "progress", "auto", "batch: progress on stderr: auto (a bar on a terminal), always (plain lines elsewhere), never")
-	fl.BoolVar(&f.json, "json", false, "batch: one JSON record per file on stdout, then a summary record")
+	f.batchFlags.register(fl)
 	_ = cmd.MarkFlagRequired("block")
 	registerCompletions(cmd)
 	return cmd
@@ -185,7 +194,7 @@ depth-to-space is the exact inverse with the same --order.`,
 
 // checkMode refuses flag combinations that mix the one-input and the
 // batch forms.
-func (f *opFlags) checkMode(cmd *cobra.Command, args []string) error {
+func (f *batchFlags) checkMode(cmd *cobra.Command, args []string) error {
 	if f.outDir == "" {
 		if cmd.Flags().Changed("out-dir") {
 			return errors.New("--out-dir needs a directory name")
@@ -216,8 +225,14 @@ func (f *opFlags) runBatch(op ops.Op, args []string, s *streams) error {
 	if err != nil {
 		return err
 	}
+	return f.batchFlags.run(*job, args, s)
+}
+
+// run runs job over every file of every INPUT.
+func (f *batchFlags) run(job pipeline.Options, args []string, s *streams) error {
+	var err error
 	opts := batch.Options{
-		Inputs: args, OutDir: f.outDir, Job: *job, Threads: f.threads,
+		Inputs: args, OutDir: f.outDir, Job: job, Threads: job.Threads,
 		SkipExisting: f.skipExisting, Stderr: s.err,
 	}
 	if f.shard != "" {

@@ -20,12 +20,13 @@ type reorderFlags struct {
 	from, to             string
 	dtype, shape         string
 	threads              int
+	batchFlags
 }
 
 func newReorderCmd(s *streams) *cobra.Command {
 	f := &reorderFlags{}
 	cmd := &cobra.Command{
-		Use:   "reorder [--from-order O --to-order O -b BLOCK] [--from-layout L --to-layout L] [flags] [INPUT]",
+		Use:   "reorder [--from-order O --to-order O -b BLOCK] [--from-layout L --to-layout L] [flags] [INPUT | --out-dir DIR INPUT...]",
 		Short: "Repair depth-side data in the other channel order (DCR/CRD) or layout (NCHW/NHWC)",
 		Long: `Reorder converts depth-side data (the output of space-to-depth, the input
 of depth-to-space) from one channel order to the other, and any tensor from
@@ -46,9 +47,25 @@ An npz archive is reordered array by array and keeps its member names.`,
   depthspace reorder --from-layout nhwc --to-layout nchw x.npy -o y.npy
 
   # Both at once, on an ONNX test-data tensor
-  depthspace reorder --from-order dcr --to-order crd -b 2 --from-layout nhwc --to-layout nchw input_0.pb -o fixed.pb`,
-		Args: cobra.MaximumNArgs(1),
+  depthspace reorder --from-order dcr --to-order crd -b 2 --from-layout nhwc --to-layout nchw input_0.pb -o fixed.pb
+
+  # A whole tree, as s2d/d2s batches do
+  depthspace reorder --from-order crd --to-order dcr -b 2 --out-dir fixed/ exported/`,
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.checkMode(cmd, args); err != nil {
+				return err
+			}
+			if f.outDir != "" {
+				// A batch: the job is the one-input options without the
+				// input and output, which the batch fills per file.
+				job, err := f.options(nil, &streams{in: nil, out: s.out, err: s.err})
+				if err != nil {
+					return err
+				}
+				job.Path, job.Stdin, job.Stream, job.Output, job.Stdout = "", nil, false, "", nil
+				return f.batchFlags.run(*job, args, s)
+			}
 			opts, err := f.options(args, s)
 			if err != nil {
 				return err
@@ -68,7 +85,8 @@ An npz archive is reordered array by array and keeps its member names.`,
 	fl.StringVar(&f.to, "to", "", "output format: npy, raw, json, onnx or npz (default: by -o's extension, else the input's format)")
 	fl.StringVar(&f.dtype, "dtype", "", "element type of raw input or a bare JSON array (float32, uint8, f4, >i2, bfloat16, FLOAT16, ...)")
 	fl.StringVar(&f.shape, "shape", "", "shape of raw input, as D1,D2,...")
-	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work")
+	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work (in a batch: across and within files)")
+	f.batchFlags.register(fl)
 	registerCompletions(cmd)
 	orders := func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"dcr", "crd"}, cobra.ShellCompDirectiveNoFileComp
