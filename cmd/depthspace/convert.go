@@ -4,16 +4,14 @@ import (
 	"fmt"
 	"runtime"
 
-	"github.com/depthspace/depthspace/internal/format"
 	"github.com/depthspace/depthspace/internal/pipeline"
 	"github.com/spf13/cobra"
 )
 
 // convertFlags are the flags of convert, as the user typed them.
 type convertFlags struct {
-	from, to     string
-	dtype, shape string
-	threads      int
+	formatFlags
+	threads int
 }
 
 func newConvertCmd(s *streams) *cobra.Command {
@@ -56,10 +54,7 @@ input.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.from, "from", "", "input format: npy, raw or json (default: by extension, then by content)")
-	fl.StringVar(&f.to, "to", "", "output format: npy, raw or json (default: by OUTPUT's extension, else the input's format)")
-	fl.StringVar(&f.dtype, "dtype", "", "element type of raw input or a bare JSON array (float32, uint8, f4, >i2, bfloat16, FLOAT16, ...)")
-	fl.StringVar(&f.shape, "shape", "", "shape of raw input, as D1,D2,...")
+	f.formatFlags.register(fl, "OUTPUT's")
 	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work")
 	registerCompletions(cmd)
 	return cmd
@@ -81,23 +76,15 @@ func (f *convertFlags) options(args []string, s *streams) (*pipeline.Options, er
 	}
 	opts := &pipeline.Options{
 		Source: pipeline.Source{
-			Path: args[0], DType: f.dtype, Shape: f.shape, Stdin: s.in, Stream: true,
+			Path: args[0], Stdin: s.in, Stream: true,
 		},
 		Output:    args[1],
 		Threads:   f.threads,
 		Stdout:    s.out,
 		StdoutTTY: s.stdoutIsTTY(),
 	}
-	var err error
-	if f.from != "" {
-		if opts.From, err = format.ParseKind(f.from); err != nil {
-			return nil, err
-		}
-	}
-	if f.to != "" {
-		if opts.To, err = format.ParseKind(f.to); err != nil {
-			return nil, err
-		}
+	if err := f.formatFlags.apply(opts); err != nil {
+		return nil, err
 	}
 	return opts, nil
 }

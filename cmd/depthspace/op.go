@@ -104,10 +104,42 @@ Equivalent operators:
 type opFlags struct {
 	block, order, layout string
 	output               string
-	from, to             string
-	dtype, shape         string
 	threads              int
+	formatFlags
 	batchFlags
+}
+
+// formatFlags are --from, --to, --dtype and --shape: how to read an input
+// and what to write, shared by every command that reads and writes tensors.
+type formatFlags struct {
+	from, to     string
+	dtype, shape string
+}
+
+// register adds the flags; output names what the output format follows
+// by default ("-o's", "OUTPUT's").
+func (f *formatFlags) register(fl *pflag.FlagSet, output string) {
+	fl.StringVar(&f.from, "from", "", "input format: npy, raw, json, onnx (TensorProto .pb) or npz (default: by extension, then by content)")
+	fl.StringVar(&f.to, "to", "", "output format: npy, raw, json, onnx or npz (default: by "+output+" extension, else the input's format)")
+	fl.StringVar(&f.dtype, "dtype", "", "element type of raw input or a bare JSON array (float32, uint8, f4, >i2, bfloat16, FLOAT16, ...)")
+	fl.StringVar(&f.shape, "shape", "", "shape of raw input, as D1,D2,...")
+}
+
+// apply sets the formats, dtype and shape of a job.
+func (f *formatFlags) apply(opts *pipeline.Options) error {
+	opts.DType, opts.Shape = f.dtype, f.shape
+	var err error
+	if f.from != "" {
+		if opts.From, err = format.ParseKind(f.from); err != nil {
+			return err
+		}
+	}
+	if f.to != "" {
+		if opts.To, err = format.ParseKind(f.to); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // batchFlags are the flags of a batch (--out-dir: many inputs, one output
@@ -181,10 +213,7 @@ depth-to-space is the exact inverse with the same --order.`,
 	fl.StringVar(&f.order, "order", "dcr", "channel order: dcr (depth-column-row, blocks-first) or crd (column-row-depth, depth-first)")
 	fl.StringVar(&f.layout, "layout", "nchw", "tensor layout: nchw (channels-first) or nhwc (channels-last)")
 	fl.StringVarP(&f.output, "output", "o", "-", "output file, or - for standard output")
-	fl.StringVar(&f.from, "from", "", "input format: npy, raw, json, onnx (TensorProto .pb) or npz (default: by extension, then by content)")
-	fl.StringVar(&f.to, "to", "", "output format: npy, raw, json, onnx or npz (default: by -o's extension, else the input's format)")
-	fl.StringVar(&f.dtype, "dtype", "", "element type of raw input or a bare JSON array (float32, uint8, f4, >i2, bfloat16, FLOAT16, ...)")
-	fl.StringVar(&f.shape, "shape", "", "shape of raw input, as D1,D2,...")
+	f.formatFlags.register(fl, "-o's")
 	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work (in a batch: across and within files)")
 	f.batchFlags.register(fl)
 	_ = cmd.MarkFlagRequired("block")
@@ -278,18 +307,11 @@ func (f *opFlags) job(op ops.Op) (*pipeline.Options, error) {
 	}
 	opts := &pipeline.Options{
 		Request: ops.Request{Op: op, Order: order, Layout: layout, Block: block},
-		Source:  pipeline.Source{DType: f.dtype, Shape: f.shape},
+		Source:  pipeline.Source{},
 		Threads: f.threads,
 	}
-	if f.from != "" {
-		if opts.From, err = format.ParseKind(f.from); err != nil {
-			return nil, err
-		}
-	}
-	if f.to != "" {
-		if opts.To, err = format.ParseKind(f.to); err != nil {
-			return nil, err
-		}
+	if err := f.formatFlags.apply(opts); err != nil {
+		return nil, err
 	}
 	return opts, nil
 }

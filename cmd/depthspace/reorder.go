@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime"
 
-	"github.com/depthspace/depthspace/internal/format"
 	"github.com/depthspace/depthspace/internal/ops"
 	"github.com/depthspace/depthspace/internal/pipeline"
 	"github.com/spf13/cobra"
@@ -17,9 +16,8 @@ type reorderFlags struct {
 	fromLayout, toLayout string
 	block                string
 	output               string
-	from, to             string
-	dtype, shape         string
 	threads              int
+	formatFlags
 	batchFlags
 }
 
@@ -81,10 +79,7 @@ An npz archive is reordered array by array and keeps its member names.`,
 	fl.StringVar(&f.fromLayout, "from-layout", "", "layout of the input: nchw or nhwc")
 	fl.StringVar(&f.toLayout, "to-layout", "", "layout of the output: nchw or nhwc")
 	fl.StringVarP(&f.output, "output", "o", "-", "output file, or - for standard output")
-	fl.StringVar(&f.from, "from", "", "input format: npy, raw, json, onnx or npz (default: by extension, then by content)")
-	fl.StringVar(&f.to, "to", "", "output format: npy, raw, json, onnx or npz (default: by -o's extension, else the input's format)")
-	fl.StringVar(&f.dtype, "dtype", "", "element type of raw input or a bare JSON array (float32, uint8, f4, >i2, bfloat16, FLOAT16, ...)")
-	fl.StringVar(&f.shape, "shape", "", "shape of raw input, as D1,D2,...")
+	f.formatFlags.register(fl, "-o's")
 	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work (in a batch: across and within files)")
 	f.batchFlags.register(fl)
 	registerCompletions(cmd)
@@ -157,7 +152,7 @@ func (f *reorderFlags) options(args []string, s *streams) (*pipeline.Options, er
 	}
 	opts := &pipeline.Options{
 		Source: pipeline.Source{
-			Path: input, DType: f.dtype, Shape: f.shape, Stdin: s.in, Stream: true,
+			Path: input, Stdin: s.in, Stream: true,
 		},
 		Output:    f.output,
 		Threads:   f.threads,
@@ -167,15 +162,8 @@ func (f *reorderFlags) options(args []string, s *streams) (*pipeline.Options, er
 			return ops.NewReorder(r, shape, elemSize, fortran)
 		},
 	}
-	if f.from != "" {
-		if opts.From, err = format.ParseKind(f.from); err != nil {
-			return nil, err
-		}
-	}
-	if f.to != "" {
-		if opts.To, err = format.ParseKind(f.to); err != nil {
-			return nil, err
-		}
+	if err := f.formatFlags.apply(opts); err != nil {
+		return nil, err
 	}
 	return opts, nil
 }
