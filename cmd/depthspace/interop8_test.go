@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/depthspace/depthspace/internal/testpeer"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -22,7 +23,7 @@ import (
 // np.load read every output and numpy compares it with its own
 // reshape/transpose.
 func TestONNXInterop(t *testing.T) {
-	py := python(t, "onnx")
+	py := testpeer.Python(t, "onnx")
 	dir := t.TempDir()
 	script := filepath.Join("..", "..", "testdata", "interop", "onnx_peer.py")
 	if out, err := exec.Command(py, script, "gen", dir).CombinedOutput(); err != nil {
@@ -78,7 +79,7 @@ var explainCases = []struct {
 // gives on that array (and so does the einops spelling where einops is
 // installed).
 func TestExplainRecipeNumpy(t *testing.T) {
-	py := python(t, "numpy")
+	py := testpeer.Python(t, "numpy")
 	dir := t.TempDir()
 	rng := rand.New(rand.NewSource(88))
 	type job struct {

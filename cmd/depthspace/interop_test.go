@@ -3,25 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/depthspace/depthspace/internal/testpeer"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 )
-
-// python returns Debian's python3 with numpy, or skips the test. Under CI
-// (CI=true) a missing numpy fails the run instead: .ci/run installs it.
-func python(t *testing.T, module string) string {
-	t.Helper()
-	const py = "/usr/bin/python3"
-	if err := exec.Command(py, "-c", "import "+module).Run(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s with %s is required under CI: %v", py, module, err)
-		}
-		t.Skipf("%s with %s is not available: %v", py, module, err)
-	}
-	return py
-}
 
 // TestNumpyInterop: numpy writes inputs of every dtype in SPEC (npy 1.0,
 // 2.0 and 3.0 headers, Fortran order, big-endian, S/U/V, ml_dtypes' "<V2"),
@@ -29,7 +16,7 @@ func python(t *testing.T, module string) string {
 // loads every output and compares it byte for byte with its own
 // reshape/transpose.
 func TestNumpyInterop(t *testing.T) {
-	py := python(t, "numpy")
+	py := testpeer.Python(t, "numpy")
 	dir := t.TempDir()
 	script := filepath.Join("..", "..", "testdata", "interop", "numpy_peer.py")
 	if out, err := exec.Command(py, script, "gen", dir).CombinedOutput(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/depthspace/depthspace/internal/testpeer"
 	"math"
 	"os"
 	"os/exec"
@@ -14,21 +15,6 @@ import (
 	"github.com/depthspace/depthspace/internal/format"
 	"github.com/x448/float16"
 )
-
-// python returns Debian's python3 with numpy, or skips the test. Under CI
-// (CI set) a missing numpy fails the run instead: .ci/run installs it.
-// (The same rule as cmd/depthspace/interop_test.go.)
-func python(t *testing.T, module string) string {
-	t.Helper()
-	const py = "/usr/bin/python3"
-	if err := exec.Command(py, "-c", "import "+module).Run(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s with %s is required under CI: %v", py, module, err)
-		}
-		t.Skipf("%s with %s is not available: %v", py, module, err)
-	}
-	return py
-}
 
 // Edge values per dtype, as bit patterns or values.
 var (
@@ -185,7 +171,7 @@ func readBools(t *testing.T, path string) []bool {
 //     computes in the narrower type; how often that differs is logged);
 //   - exact mode: numpy's element bytes equal.
 func TestIsCloseAgainstNumpy(t *testing.T) {
-	py := python(t, "numpy")
+	py := testpeer.Python(t, "numpy")
 	dir := t.TempDir()
 	cols := columns()
 	tensors := map[string]Tensor{}

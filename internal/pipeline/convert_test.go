@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"github.com/depthspace/depthspace/internal/testpeer"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -199,26 +200,11 @@ func TestConvertErrors(t *testing.T) {
 	}
 }
 
-// python returns Debian's python3 with numpy, or skips the test. Under CI
-// (CI set) a missing numpy fails the run instead: .ci/run installs it.
-// (The same rule as cmd/depthspace/interop_test.go.)
-func python(t *testing.T, module string) string {
-	t.Helper()
-	const py = "/usr/bin/python3"
-	if err := exec.Command(py, "-c", "import "+module).Run(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s with %s is required under CI: %v", py, module, err)
-		}
-		t.Skipf("%s with %s is not available: %v", py, module, err)
-	}
-	return py
-}
-
 // numpy writes Fortran-order arrays of several dtypes; Convert makes npy,
 // raw and JSON of them; numpy reads each back and finds the same array,
 // in C order, byte for byte.
 func TestConvertNumpyInterop(t *testing.T) {
-	py := python(t, "numpy")
+	py := testpeer.Python(t, "numpy")
 	dir := t.TempDir()
 	gen := `
 import sys, numpy as np

@@ -1,0 +1,25 @@
+// Package testpeer finds the independent peers the tests check depthspace
+// against: Debian's /usr/bin/python3 with numpy or onnx. It is imported by
+// tests only.
+package testpeer
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// Python returns Debian's python3 when it can import module, or skips the
+// test. Under CI (CI set) a missing peer fails the run instead of skipping:
+// .ci/run installs python3-numpy and python3-onnx.
+func Python(t testing.TB, module string) string {
+	t.Helper()
+	const py = "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import "+module).Run(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s with %s is required under CI: %v", py, module, err)
+		}
+		t.Skipf("%s with %s is not available: %v", py, module, err)
+	}
+	return py
+}
