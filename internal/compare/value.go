@@ -2,7 +2,6 @@ package compare
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -54,26 +53,10 @@ func newReader(dt format.DType) reader {
 func (r reader) numeric() bool { return r.class != opaque }
 
 func uintOf(b []byte, big bool) uint64 {
-	switch len(b) {
-	case 1:
-		return uint64(b[0])
-	case 2:
-		if big {
-			return uint64(binary.BigEndian.Uint16(b))
-		}
-		return uint64(binary.LittleEndian.Uint16(b))
-	case 4:
-		if big {
-			return uint64(binary.BigEndian.Uint32(b))
-		}
-		return uint64(binary.LittleEndian.Uint32(b))
-	case 8:
-		if big {
-			return binary.BigEndian.Uint64(b)
-		}
-		return binary.LittleEndian.Uint64(b)
+	if n := len(b); n != 1 && n != 2 && n != 4 && n != 8 {
+		panic(fmt.Sprintf("compare: %d-byte word", n))
 	}
-	panic(fmt.Sprintf("compare: %d-byte word", len(b)))
+	return format.Uint(b, big)
 }
 
 // integer returns an integer element as sign and magnitude, exactly.

@@ -1358,6 +1358,11 @@ func putUint(b []byte, v uint64, big bool) {
 	}
 }
 
+// Uint reads an element word of 1, 2, 4 or 8 bytes in the given byte
+// order (big-endian when big); any other length gives 0. Every package that
+// interprets element bytes (JSON text, compare) reads them through here.
+func Uint(b []byte, big bool) uint64 { return getUint(b, big) }
+
 func getUint(b []byte, big bool) uint64 {
 	switch len(b) {
 	case 1:
