@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/depthspace/depthspace/internal/testpeer"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"github.com/depthspace/depthspace/internal/explain"
 	"github.com/depthspace/depthspace/internal/format"
 	"github.com/depthspace/depthspace/internal/ops"
+	"github.com/depthspace/depthspace/internal/testpeer"
 )
 
 // TestONNXInterop: Debian's python3-onnx writes TensorProtos of every

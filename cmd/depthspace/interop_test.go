@@ -3,11 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/depthspace/depthspace/internal/testpeer"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/depthspace/depthspace/internal/testpeer"
 )
 
 // TestNumpyInterop: numpy writes inputs of every dtype in SPEC (npy 1.0,

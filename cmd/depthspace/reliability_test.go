@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/testpeer"
 )
 
 // Fault tests against the real binary, built once with `go build` and run
@@ -398,35 +399,13 @@ func testKillMidWrite(t *testing.T, bin string) {
 	}
 }
 
-// mountTmpfs mounts a small tmpfs for the test, or skips saying why.
-func mountTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("full-disk tests mount a tmpfs and need root (CI runs as root)")
-	}
-	dir := filepath.Join(t.TempDir(), "full")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
-		t.Skipf("cannot mount a %s tmpfs at %s: %v", size, dir, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-			_ = syscall.Unmount(dir, syscall.MNT_DETACH)
-		}
-	})
-	return dir
-}
-
 // A result bigger than the disk: exit 2, one line naming the output and
 // ENOSPC, the previous output kept, no partial or temporary file. 6 MiB of
 // npy and its JSON text (the disk fills while writing), and 80 MiB (over
 // the in-memory buffer limit: the blocks are reserved with fallocate first,
 // so ENOSPC comes before any work and never as SIGBUS on a mapped page).
 func testFullDisk(t *testing.T, bin string) {
-	full := mountTmpfs(t, "4m")
+	full := testpeer.Tmpfs(t, "4m")
 	dir := t.TempDir()
 	denseNpy(t, filepath.Join(dir, "small.npy"), "<f4", []int{6, 1, 512, 512}, 1)
 	sparseNpy(t, filepath.Join(dir, "big.npy"), "<f4", []int{1, 1, 4096, 5120}, 9)
@@ -857,7 +836,7 @@ func testBatchInterrupted(t *testing.T, bin string) {
 // complete, the one that does not is reported (one line naming it and
 // ENOSPC) and absent, the batch goes on and exits 2, no temporary file.
 func testBatchFullDisk(t *testing.T, bin string) {
-	full := mountTmpfs(t, "4m")
+	full := testpeer.Tmpfs(t, "4m")
 	dir := t.TempDir()
 	inputs := []string{"a.npy", "b.npy", "c.npy"}
 	shapes := [][]int{{1, 1, 512, 512}, {2, 1, 512, 512}, {2, 1, 512, 512}} // 1, 2 and 2 MiB

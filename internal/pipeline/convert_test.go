@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"bytes"
-	"github.com/depthspace/depthspace/internal/testpeer"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/testpeer"
 )
 
 // cOrder is the C-order copy of Fortran-order bytes: the oracle for

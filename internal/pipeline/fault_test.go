@@ -1,3 +1,5 @@
+//go:build linux
+
 package pipeline
 
 import (
@@ -13,6 +15,7 @@ import (
 	"github.com/depthspace/depthspace/internal/format"
 	fileio "github.com/depthspace/depthspace/internal/io"
 	"github.com/depthspace/depthspace/internal/ops"
+	"github.com/depthspace/depthspace/internal/testpeer"
 )
 
 // Faults below the command line, where they can be produced exactly: an
@@ -147,30 +150,6 @@ func TestTruncatedWhileMappedLeavesNoOutput(t *testing.T) {
 	}
 }
 
-// mountTmpfs mounts a tmpfs of the given size at a new directory and
-// unmounts it when the test ends. It skips, saying why, when the test is
-// not root or the mount is refused (a container without CAP_SYS_ADMIN).
-func mountTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("full-disk tests mount a tmpfs and need root (CI runs as root)")
-	}
-	dir := filepath.Join(t.TempDir(), "full")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
-		t.Skipf("cannot mount a %s tmpfs at %s: %v", size, dir, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-			_ = syscall.Unmount(dir, syscall.MNT_DETACH)
-		}
-	})
-	return dir
-}
-
 // A full disk under each way a result is written: streamed chunk by chunk
 // (npy and raw, C-order input: the blocks are reserved with fallocate
 // before any work), and through Store (JSON text; a Fortran-order input,
@@ -179,7 +158,7 @@ func mountTmpfs(t *testing.T, size string) string {
 // limit). Each gives ENOSPC naming the output, keeps the previous output,
 // leaves no temporary file and gives the space back.
 func TestFullDiskEveryStrategy(t *testing.T) {
-	full := mountTmpfs(t, "4m")
+	full := testpeer.Tmpfs(t, "4m")
 	dir := t.TempDir()
 	shape := []int{6, 4, 512, 512} // 6 MiB of uint8, 1 MiB per batch item
 	data := make([]byte, 6*4*512*512)

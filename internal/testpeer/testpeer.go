@@ -1,6 +1,8 @@
-// Package testpeer finds the independent peers the tests check depthspace
-// against: Debian's /usr/bin/python3 with numpy or onnx. It is imported by
-// tests only.
+// Package testpeer gives tests what lies outside the project: the
+// independent peers they check depthspace against (Debian's /usr/bin/python3
+// with numpy or onnx) and system fixtures (a small tmpfs for full-disk
+// tests). It is imported by tests only. Under CI (CI set) a missing peer or
+// fixture fails the test instead of skipping it.
 package testpeer
 
 import (
