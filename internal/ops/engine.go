@@ -328,8 +328,8 @@ func execT[T any](w *work, dst, src []T, dstB, srcB []byte, a, b, part, parts in
 	// or a whole interleave (the output contiguous) has a SWAR kernel for
 	// the common element sizes and factors (swar.go).
 	e := g.unit
-	var deint deintFunc
-	var inter interFunc
+	var deint deintRowsFunc
+	var inter interRowsFunc
 	if w.j != w.l {
 		if l0 == 0 && l1 == w.tileL && sJ == w.tileL {
 			deint = fastDeint(e, w.tileL)
@@ -337,35 +337,93 @@ func execT[T any](w *work, dst, src []T, dstB, srcB []byte, a, b, part, parts in
 			inter = fastInter(e, w.tileJ)
 		}
 	}
-	for it := a; it < b; it++ {
+	// The two innermost outer axes are walked in batches of tiles at
+	// constant steps (tiles, swar.go), handed to a kernel in one call.
+	last := len(w.outer) - 1
+	for it := a; it < b; {
+		t, level := w.batch(idx, b-it)
 		switch {
 		case deint != nil:
-			deint(dstB[(bo+j0)*e:], tL*e, srcB[(bi+j0*sJ)*e:], j1-j0)
+			t.scale(e)
+			deint(dstB[(bo+j0)*e:], tL*e, srcB[(bi+j0*sJ)*e:], j1-j0, &t)
 		case inter != nil:
-			inter(dstB[(bo+l0*tL)*e:], srcB[(bi+l0)*e:], sJ*e, l1-l0)
-		case w.j == w.l:
-			if sJ == 1 {
-				copy(dst[bo+j0:bo+j1], src[bi+j0:bi+j1])
-			} else {
-				// No input axis is contiguous (a batch slice of a Fortran-
-				// order tensor): a plain strided row.
-				gatherRow(dst[bo+j0:bo+j1], src[bi+j0*sJ:], sJ)
-			}
+			t.scale(e)
+			inter(dstB[(bo+l0*tL)*e:], srcB[(bi+l0)*e:], sJ*e, l1-l0, &t)
+		case w.j == w.l && sJ == 1:
+			copyTiles(dst[bo+j0:], src[bi+j0:], j1-j0, &t)
 		default:
-			tile(dst, src, bo, bi, j0, j1, l0, l1, sJ, tL)
+			t.each(func(o, i int) {
+				o, i = bo+o, bi+i
+				if w.j == w.l {
+					// No input axis is contiguous (a batch slice of a
+					// Fortran-order tensor): plain strided rows.
+					gatherRow(dst[o+j0:o+j1], src[i+j0*sJ:], sJ)
+				} else {
+					tile(dst, src, o, i, j0, j1, l0, l1, sJ, tL)
+				}
+			})
 		}
-		// Advance the odometer.
-		for x := len(w.outer) - 1; x >= 0; x-- {
+		it += t.n1 * t.n2
+		if last < 0 {
+			continue
+		}
+		// Advance the odometer by the batch, then carry.
+		x, k := level, t.n2
+		if x < last {
+			k = t.n1 // whole groups: the last axis is back at 0
+		}
+		d := w.outer[x]
+		idx[x] += k
+		bi += k * g.stride[d]
+		bo += k * w.outStride[d]
+		for ; x >= 0 && idx[x] == g.dims[w.outer[x]]; x-- {
 			d := w.outer[x]
-			idx[x]++
-			bi += g.stride[d]
-			bo += w.outStride[d]
-			if idx[x] < g.dims[d] {
-				break
-			}
 			bi -= idx[x] * g.stride[d]
 			bo -= idx[x] * w.outStride[d]
 			idx[x] = 0
+			if x > 0 {
+				p := w.outer[x-1]
+				idx[x-1]++
+				bi += g.stride[p]
+				bo += w.outStride[p]
+			}
+		}
+	}
+}
+
+// batch is the next batch of at most left outer iterations from the
+// odometer position idx: whole groups along the two innermost outer axes
+// when the innermost is at 0 and a group fits, else the rest of the
+// innermost axis. It reports the outer axis (an index into w.outer) whose
+// position the batch advances.
+func (w *work) batch(idx []int, left int) (tiles, int) {
+	t := tiles{n1: 1, n2: 1}
+	last := len(w.outer) - 1
+	if last < 0 {
+		return t, -1
+	}
+	in := w.outer[last]
+	t.n2, t.dstep2, t.sstep2 = min(w.g.dims[in]-idx[last], left), w.outStride[in], w.g.stride[in]
+	if last == 0 || idx[last] != 0 || left < 2*w.g.dims[in] {
+		return t, last
+	}
+	out := w.outer[last-1]
+	t.n1 = min(w.g.dims[out]-idx[last-1], left/w.g.dims[in])
+	t.dstep1, t.sstep1 = w.outStride[out], w.g.stride[out]
+	return t, last - 1
+}
+
+// scale converts the steps from words to bytes.
+func (t *tiles) scale(e int) {
+	t.dstep1, t.sstep1, t.dstep2, t.sstep2 = t.dstep1*e, t.sstep1*e, t.dstep2*e, t.sstep2*e
+}
+
+// copyTiles copies a run of n words for each tile of the batch.
+func copyTiles[T any](dst, src []T, n int, t *tiles) {
+	for r1 := range t.n1 {
+		d, s := dst[r1*t.dstep1:], src[r1*t.sstep1:]
+		for r2 := range t.n2 {
+			copy(d[r2*t.dstep2:r2*t.dstep2+n], s[r2*t.sstep2:r2*t.sstep2+n])
 		}
 	}
 }

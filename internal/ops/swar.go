@@ -18,21 +18,74 @@ type (
 	interFunc func(dst []byte, src []byte, rowStride int, count int)
 )
 
+// tiles is a batch of tiles at constant steps, so that the cost of a call
+// and its bounds checks is paid once per batch, not per tile (W5's tiles
+// are 256 bytes; per-tile calls cost more than the copying). The batch is
+// n1 groups of n2 tiles; tile (r1, r2) starts at dst[r1*dstep1+r2*dstep2:]
+// and src[r1*sstep1+r2*sstep2:]. Steps are non-negative.
+type tiles struct {
+	n1, dstep1, sstep1 int
+	n2, dstep2, sstep2 int
+}
+
+// each calls f with the dst and src offsets of every tile, in order.
+func (t *tiles) each(f func(o, i int)) {
+	for r1 := range t.n1 {
+		for r2 := range t.n2 {
+			f(r1*t.dstep1+r2*t.dstep2, r1*t.sstep1+r2*t.sstep2)
+		}
+	}
+}
+
+// last is the offsets of the last tile: the furthest from the start, as
+// the steps are non-negative (checked, since kernels rely on it).
+func (t *tiles) last() (o, i int) {
+	if t.dstep1 < 0 || t.sstep1 < 0 || t.dstep2 < 0 || t.sstep2 < 0 {
+		panic("ops: negative step in a batch of tiles")
+	}
+	return (t.n1-1)*t.dstep1 + (t.n2-1)*t.dstep2, (t.n1-1)*t.sstep1 + (t.n2-1)*t.sstep2
+}
+
+type (
+	deintRowsFunc func(dst []byte, rowStride int, src []byte, count int, t *tiles)
+	interRowsFunc func(dst []byte, src []byte, rowStride int, count int, t *tiles)
+)
+
 // fastDeint returns the kernel for element size e and factor n, or nil:
 // an architecture's vector kernel where there is one, else a portable one.
-func fastDeint(e, n int) deintFunc {
+func fastDeint(e, n int) deintRowsFunc {
 	if f := archDeint(e, n); f != nil {
 		return f
 	}
-	return portableDeint(e, n)
+	if f := portableDeint(e, n); f != nil {
+		return deintRows(f)
+	}
+	return nil
 }
 
 // fastInter is fastDeint's inverse.
-func fastInter(e, n int) interFunc {
+func fastInter(e, n int) interRowsFunc {
 	if f := archInter(e, n); f != nil {
 		return f
 	}
-	return portableInter(e, n)
+	if f := portableInter(e, n); f != nil {
+		return interRows(f)
+	}
+	return nil
+}
+
+// deintRows runs a one-tile kernel on a batch of tiles.
+func deintRows(f deintFunc) deintRowsFunc {
+	return func(dst []byte, rs int, src []byte, count int, t *tiles) {
+		t.each(func(o, i int) { f(dst[o:], rs, src[i:], count) })
+	}
+}
+
+// interRows runs a one-tile kernel on a batch of tiles.
+func interRows(f interFunc) interRowsFunc {
+	return func(dst []byte, src []byte, rs int, count int, t *tiles) {
+		t.each(func(o, i int) { f(dst[o:], src[i:], rs, count) })
+	}
 }
 
 func portableDeint(e, n int) deintFunc {

@@ -1,150 +1,121 @@
 package ops
 
-// SSE2 kernels (swar_amd64.s). Each wrapper slices its buffers to the
-// exact ranges the assembly touches (so Go checks them once), runs the
-// assembly on whole 16-byte output rows and the portable kernel on the
-// tail.
+// SSE2 kernels (swar_amd64.s). Each runs a batch of tiles in one call; the
+// wrapper (vecDeint, vecInter) checks the bounds of every tile in the batch
+// once, runs the assembly on whole 16-byte output rows and the portable
+// kernel on the tails.
 
 //go:noescape
-func deint1x2SSE2(d0, d1, src *byte, n int)
+func deint1x2SSE2(dst *byte, rs int, src *byte, n int, t *tiles)
 
 //go:noescape
-func deint1x4SSE2(d0, d1, d2, d3, src *byte, n int)
+func deint1x4SSE2(dst *byte, rs int, src *byte, n int, t *tiles)
 
 //go:noescape
-func deint2x2SSE2(d0, d1, src *byte, n int)
+func deint2x2SSE2(dst *byte, rs int, src *byte, n int, t *tiles)
 
 //go:noescape
-func deint4x2SSE2(d0, d1, src *byte, n int)
+func deint4x2SSE2(dst *byte, rs int, src *byte, n int, t *tiles)
 
 //go:noescape
-func inter1x2SSE2(dst, s0, s1 *byte, n int)
+func inter1x2SSE2(dst *byte, src *byte, rs int, n int, t *tiles)
 
 //go:noescape
-func inter1x4SSE2(dst, s0, s1, s2, s3 *byte, n int)
+func inter1x4SSE2(dst *byte, src *byte, rs int, n int, t *tiles)
 
 //go:noescape
-func inter2x2SSE2(dst, s0, s1 *byte, n int)
+func inter2x2SSE2(dst *byte, src *byte, rs int, n int, t *tiles)
 
 //go:noescape
-func inter4x2SSE2(dst, s0, s1 *byte, n int)
+func inter4x2SSE2(dst *byte, src *byte, rs int, n int, t *tiles)
 
-func archDeint(e, n int) deintFunc {
+func archDeint(e, n int) deintRowsFunc {
 	switch {
 	case e == 1 && n == 2:
-		return deint1x2v
+		return vecDeint(1, 2, deint1x2SSE2, deint1x2)
 	case e == 1 && n == 4:
-		return deint1x4v
+		return vecDeint(1, 4, deint1x4SSE2, deint1x4p)
 	case e == 2 && n == 2:
-		return deint2x2v
+		return vecDeint(2, 2, deint2x2SSE2, deint2x2p)
 	case e == 4 && n == 2:
-		return deint4x2v
+		return vecDeint(4, 2, deint4x2SSE2, deint4x2p)
 	}
 	return nil
 }
 
-func archInter(e, n int) interFunc {
+func archInter(e, n int) interRowsFunc {
 	switch {
 	case e == 1 && n == 2:
-		return inter1x2v
+		return vecInter(1, 2, inter1x2SSE2, inter1x2)
 	case e == 1 && n == 4:
-		return inter1x4v
+		return vecInter(1, 4, inter1x4SSE2, inter1x4)
 	case e == 2 && n == 2:
-		return inter2x2v
+		return vecInter(2, 2, inter2x2SSE2, inter2x2)
 	case e == 4 && n == 2:
-		return inter4x2v
+		return vecInter(4, 2, inter4x2SSE2, inter4x2p)
 	}
 	return nil
 }
 
-// rowsDone is how many bytes of each row the assembly does: whole
-// 16-byte vectors.
-func rowsDone(rowBytes int) int { return rowBytes &^ 15 }
-
-func deint1x2v(dst []byte, rs int, src []byte, count int) {
-	n := rowsDone(count)
-	if n > 0 {
-		d0, d1, s := dst[:n], dst[rs:rs+n], src[:2*n]
-		deint1x2SSE2(&d0[0], &d1[0], &s[0], n)
-	}
-	if n < count {
-		deint1x2(dst[n:], rs, src[2*n:], count-n)
-	}
-}
-
-func deint1x4v(dst []byte, rs int, src []byte, count int) {
-	n := rowsDone(count)
-	if n > 0 {
-		d0, d1, d2, d3, s := dst[:n], dst[rs:rs+n], dst[2*rs:2*rs+n], dst[3*rs:3*rs+n], src[:4*n]
-		deint1x4SSE2(&d0[0], &d1[0], &d2[0], &d3[0], &s[0], n)
-	}
-	if n < count {
-		deint1x4(dst[n:], rs, src[4*n:], count-n)
+// vecDeint wraps an assembly de-interleave of e-byte elements by factor f.
+// The assembly does the first n bytes of every output row, n = e·count
+// rounded down to whole 16-byte vectors; tail finishes each tile.
+func vecDeint(e, f int, asm func(dst *byte, rs int, src *byte, n int, t *tiles), tail deintFunc) deintRowsFunc {
+	return func(dst []byte, rs int, src []byte, count int, t *tiles) {
+		if t.n1 <= 0 || t.n2 <= 0 || count <= 0 {
+			return
+		}
+		o, i := t.last()
+		checkTile(dst, o, rs, f, e*count)
+		checkTile(src, i, 0, 1, f*e*count)
+		n := (e * count) &^ 15
+		if n > 0 {
+			walk := t.forAsm()
+			asm(&dst[0], rs, &src[0], n, &walk)
+		}
+		if done := n / e; done < count {
+			t.each(func(o, i int) { tail(dst[o+n:], rs, src[i+f*n:], count-done) })
+		}
 	}
 }
 
-func deint2x2v(dst []byte, rs int, src []byte, count int) {
-	n := rowsDone(2 * count)
-	if n > 0 {
-		d0, d1, s := dst[:n], dst[rs:rs+n], src[:2*n]
-		deint2x2SSE2(&d0[0], &d1[0], &s[0], n)
-	}
-	if done := n / 2; done < count {
-		deint2x2(dst[n:], rs, src[2*n:], count-done)
-	}
-}
-
-func deint4x2v(dst []byte, rs int, src []byte, count int) {
-	n := rowsDone(4 * count)
-	if n > 0 {
-		d0, d1, s := dst[:n], dst[rs:rs+n], src[:2*n]
-		deint4x2SSE2(&d0[0], &d1[0], &s[0], n)
-	}
-	if done := n / 4; done < count {
-		deint4x2p(dst[n:], rs, src[2*n:], count-done)
+// vecInter is vecDeint's inverse.
+func vecInter(e, f int, asm func(dst *byte, src *byte, rs int, n int, t *tiles), tail interFunc) interRowsFunc {
+	return func(dst []byte, src []byte, rs int, count int, t *tiles) {
+		if t.n1 <= 0 || t.n2 <= 0 || count <= 0 {
+			return
+		}
+		o, i := t.last()
+		checkTile(dst, o, 0, 1, f*e*count)
+		checkTile(src, i, rs, f, e*count)
+		n := (e * count) &^ 15
+		if n > 0 {
+			walk := t.forAsm()
+			asm(&dst[0], &src[0], rs, n, &walk)
+		}
+		if done := n / e; done < count {
+			t.each(func(o, i int) { tail(dst[o+f*n:], src[i+n:], rs, count-done) })
+		}
 	}
 }
 
-func inter1x2v(dst []byte, src []byte, rs int, count int) {
-	n := rowsDone(count)
-	if n > 0 {
-		d, s0, s1 := dst[:2*n], src[:n], src[rs:rs+n]
-		inter1x2SSE2(&d[0], &s0[0], &s1[0], n)
-	}
-	if n < count {
-		inter1x2(dst[2*n:], src[n:], rs, count-n)
-	}
+// forAsm is the batch as the assembly walks it: the outer steps are applied
+// after the inner steps of a whole group, so they are reduced by those.
+func (t *tiles) forAsm() tiles {
+	w := *t
+	w.dstep1 -= t.n2 * t.dstep2
+	w.sstep1 -= t.n2 * t.sstep2
+	return w
 }
 
-func inter1x4v(dst []byte, src []byte, rs int, count int) {
-	n := rowsDone(count)
-	if n > 0 {
-		d, s0, s1, s2, s3 := dst[:4*n], src[:n], src[rs:rs+n], src[2*rs:2*rs+n], src[3*rs:3*rs+n]
-		inter1x4SSE2(&d[0], &s0[0], &s1[0], &s2[0], &s3[0], n)
+// checkTile panics (as an index out of range) unless the tile at offset
+// off, `lines` lines of `width` bytes rs apart, fits in b. Called on the
+// last tile of a batch: with non-negative steps it reaches furthest, so
+// every tile of the batch fits.
+func checkTile(b []byte, off, rs, lines, width int) {
+	if rs < 0 {
+		panic("ops: negative row stride")
 	}
-	if n < count {
-		inter1x4(dst[4*n:], src[n:], rs, count-n)
-	}
-}
-
-func inter2x2v(dst []byte, src []byte, rs int, count int) {
-	n := rowsDone(2 * count)
-	if n > 0 {
-		d, s0, s1 := dst[:2*n], src[:n], src[rs:rs+n]
-		inter2x2SSE2(&d[0], &s0[0], &s1[0], n)
-	}
-	if done := n / 2; done < count {
-		inter2x2(dst[2*n:], src[n:], rs, count-done)
-	}
-}
-
-func inter4x2v(dst []byte, src []byte, rs int, count int) {
-	n := rowsDone(4 * count)
-	if n > 0 {
-		d, s0, s1 := dst[:2*n], src[:n], src[rs:rs+n]
-		inter4x2SSE2(&d[0], &s0[0], &s1[0], n)
-	}
-	if done := n / 4; done < count {
-		inter4x2p(dst[2*n:], src[n:], rs, count-done)
-	}
+	end := off + (lines-1)*rs
+	_ = b[end : end+width]
 }

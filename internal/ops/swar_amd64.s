@@ -1,25 +1,36 @@
 #include "textflag.h"
 
 // SSE2 de-interleave and interleave kernels (SSE2 is part of the amd64
-// baseline). Each moves whole 16-byte output rows; the Go wrappers in
-// swar_amd64.go check bounds and hand the tails to the portable kernels.
-// X7 holds 0x00ff in every 16-bit lane for the byte kernels.
+// baseline). Each moves whole 16-byte output rows for a batch of tiles in
+// one call, so the cost of a Go call and its bounds checks is paid once per
+// batch, not per tile. The batch is t.n1 groups of t.n2 tiles (a tiles
+// struct, swar.go): after each tile the pointers advance by the inner steps
+// (t+32: dst, t+40: src), after each group by the outer steps (t+8, t+16),
+// which the caller has already reduced by the group's inner advance. The Go
+// wrappers in swar_amd64.go check bounds for every tile, guarantee n > 0
+// (a multiple of 16), n1 > 0 and n2 > 0, and hand the tails to the portable
+// kernels. X7 holds 0x00ff in every 16-bit lane for the byte kernels.
 
-// func deint1x2SSE2(d0, d1, src *byte, n int)
-// n bytes to each row (a multiple of 16), 2n bytes read.
-TEXT ·deint1x2SSE2(SB), NOSPLIT, $0-32
-	MOVQ d0+0(FP), DI
-	MOVQ d1+8(FP), R8
+// func deint1x2SSE2(dst *byte, rs int, src *byte, n int, t *tiles)
+// n bytes to each row (a multiple of 16), 2n bytes read per tile.
+TEXT ·deint1x2SSE2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ rs+8(FP), AX
+	LEAQ (AX)(DI*1), R8
 	MOVQ src+16(FP), SI
 	MOVQ n+24(FP), CX
+	MOVQ t+32(FP), R12
+	MOVQ 0(R12), DX
 	PCMPEQW X7, X7
 	PSRLW $8, X7
+deint1x2group:
+	MOVQ 24(R12), R11
+deint1x2tile:
+	MOVQ SI, BX
 	XORQ AX, AX
-d12loop:
-	CMPQ AX, CX
-	JAE d12done
-	MOVOU (SI), X0
-	MOVOU 16(SI), X1
+deint1x2loop:
+	MOVOU (BX), X0
+	MOVOU 16(BX), X1
 	MOVO X0, X2
 	MOVO X1, X3
 	PAND X7, X0
@@ -30,31 +41,46 @@ d12loop:
 	PACKUSWB X3, X2
 	MOVOU X0, (DI)(AX*1)
 	MOVOU X2, (R8)(AX*1)
-	ADDQ $32, SI
+	ADDQ $32, BX
 	ADDQ $16, AX
-	JMP d12loop
-d12done:
+	CMPQ AX, CX
+	JB deint1x2loop
+	ADDQ 32(R12), DI
+	ADDQ 32(R12), R8
+	ADDQ 40(R12), SI
+	DECQ R11
+	JNZ deint1x2tile
+	ADDQ 8(R12), DI
+	ADDQ 8(R12), R8
+	ADDQ 16(R12), SI
+	DECQ DX
+	JNZ deint1x2group
 	RET
 
-// func deint1x4SSE2(d0, d1, d2, d3, src *byte, n int)
+// func deint1x4SSE2(dst *byte, rs int, src *byte, n int, t *tiles)
 // Two rounds of the even/odd split: bytes k0,k2 then k0 and k2.
-TEXT ·deint1x4SSE2(SB), NOSPLIT, $0-48
-	MOVQ d0+0(FP), DI
-	MOVQ d1+8(FP), R8
-	MOVQ d2+16(FP), R9
-	MOVQ d3+24(FP), R10
-	MOVQ src+32(FP), SI
-	MOVQ n+40(FP), CX
+TEXT ·deint1x4SSE2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ rs+8(FP), AX
+	LEAQ (AX)(DI*1), R8
+	LEAQ (AX)(R8*1), R9
+	LEAQ (AX)(R9*1), R10
+	MOVQ src+16(FP), SI
+	MOVQ n+24(FP), CX
+	MOVQ t+32(FP), R12
+	MOVQ 0(R12), DX
 	PCMPEQW X7, X7
 	PSRLW $8, X7
+deint1x4group:
+	MOVQ 24(R12), R11
+deint1x4tile:
+	MOVQ SI, BX
 	XORQ AX, AX
-d14loop:
-	CMPQ AX, CX
-	JAE d14done
-	MOVOU (SI), X0
-	MOVOU 16(SI), X1
-	MOVOU 32(SI), X2
-	MOVOU 48(SI), X3
+deint1x4loop:
+	MOVOU (BX), X0
+	MOVOU 16(BX), X1
+	MOVOU 32(BX), X2
+	MOVOU 48(BX), X3
 	MOVO X0, X4
 	MOVO X1, X5
 	PAND X7, X0
@@ -91,26 +117,45 @@ d14loop:
 	MOVOU X4, (R8)(AX*1)
 	MOVOU X1, (R9)(AX*1)
 	MOVOU X2, (R10)(AX*1)
-	ADDQ $64, SI
+	ADDQ $64, BX
 	ADDQ $16, AX
-	JMP d14loop
-d14done:
+	CMPQ AX, CX
+	JB deint1x4loop
+	ADDQ 32(R12), DI
+	ADDQ 32(R12), R8
+	ADDQ 32(R12), R9
+	ADDQ 32(R12), R10
+	ADDQ 40(R12), SI
+	DECQ R11
+	JNZ deint1x4tile
+	ADDQ 8(R12), DI
+	ADDQ 8(R12), R8
+	ADDQ 8(R12), R9
+	ADDQ 8(R12), R10
+	ADDQ 16(R12), SI
+	DECQ DX
+	JNZ deint1x4group
 	RET
 
-// func deint2x2SSE2(d0, d1, src *byte, n int)
+// func deint2x2SSE2(dst *byte, rs int, src *byte, n int, t *tiles)
 // 16-bit elements: sign-extend each half and pack with signed saturation,
 // which is exact for sign-extended values.
-TEXT ·deint2x2SSE2(SB), NOSPLIT, $0-32
-	MOVQ d0+0(FP), DI
-	MOVQ d1+8(FP), R8
+TEXT ·deint2x2SSE2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ rs+8(FP), AX
+	LEAQ (AX)(DI*1), R8
 	MOVQ src+16(FP), SI
 	MOVQ n+24(FP), CX
+	MOVQ t+32(FP), R12
+	MOVQ 0(R12), DX
+deint2x2group:
+	MOVQ 24(R12), R11
+deint2x2tile:
+	MOVQ SI, BX
 	XORQ AX, AX
-d22loop:
-	CMPQ AX, CX
-	JAE d22done
-	MOVOU (SI), X0
-	MOVOU 16(SI), X1
+deint2x2loop:
+	MOVOU (BX), X0
+	MOVOU 16(BX), X1
 	MOVO X0, X2
 	MOVO X1, X3
 	PSLLL $16, X0
@@ -123,75 +168,120 @@ d22loop:
 	PACKSSLW X3, X2
 	MOVOU X0, (DI)(AX*1)
 	MOVOU X2, (R8)(AX*1)
-	ADDQ $32, SI
+	ADDQ $32, BX
 	ADDQ $16, AX
-	JMP d22loop
-d22done:
+	CMPQ AX, CX
+	JB deint2x2loop
+	ADDQ 32(R12), DI
+	ADDQ 32(R12), R8
+	ADDQ 40(R12), SI
+	DECQ R11
+	JNZ deint2x2tile
+	ADDQ 8(R12), DI
+	ADDQ 8(R12), R8
+	ADDQ 16(R12), SI
+	DECQ DX
+	JNZ deint2x2group
 	RET
 
-// func deint4x2SSE2(d0, d1, src *byte, n int)
-TEXT ·deint4x2SSE2(SB), NOSPLIT, $0-32
-	MOVQ d0+0(FP), DI
-	MOVQ d1+8(FP), R8
+// func deint4x2SSE2(dst *byte, rs int, src *byte, n int, t *tiles)
+TEXT ·deint4x2SSE2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ rs+8(FP), AX
+	LEAQ (AX)(DI*1), R8
 	MOVQ src+16(FP), SI
 	MOVQ n+24(FP), CX
+	MOVQ t+32(FP), R12
+	MOVQ 0(R12), DX
+deint4x2group:
+	MOVQ 24(R12), R11
+deint4x2tile:
+	MOVQ SI, BX
 	XORQ AX, AX
-d42loop:
-	CMPQ AX, CX
-	JAE d42done
-	MOVOU (SI), X0
-	MOVOU 16(SI), X1
+deint4x2loop:
+	MOVOU (BX), X0
+	MOVOU 16(BX), X1
 	MOVO X0, X2
 	SHUFPS $0x88, X1, X0
 	SHUFPS $0xDD, X1, X2
 	MOVOU X0, (DI)(AX*1)
 	MOVOU X2, (R8)(AX*1)
-	ADDQ $32, SI
+	ADDQ $32, BX
 	ADDQ $16, AX
-	JMP d42loop
-d42done:
+	CMPQ AX, CX
+	JB deint4x2loop
+	ADDQ 32(R12), DI
+	ADDQ 32(R12), R8
+	ADDQ 40(R12), SI
+	DECQ R11
+	JNZ deint4x2tile
+	ADDQ 8(R12), DI
+	ADDQ 8(R12), R8
+	ADDQ 16(R12), SI
+	DECQ DX
+	JNZ deint4x2group
 	RET
 
-// func inter1x2SSE2(dst, s0, s1 *byte, n int)
-// n bytes from each row (a multiple of 16), 2n bytes written.
-TEXT ·inter1x2SSE2(SB), NOSPLIT, $0-32
+// func inter1x2SSE2(dst *byte, src *byte, rs int, n int, t *tiles)
+// n bytes from each row (a multiple of 16), 2n bytes written per tile.
+TEXT ·inter1x2SSE2(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI
-	MOVQ s0+8(FP), R8
-	MOVQ s1+16(FP), R9
+	MOVQ src+8(FP), R8
+	MOVQ rs+16(FP), AX
+	LEAQ (AX)(R8*1), R9
 	MOVQ n+24(FP), CX
+	MOVQ t+32(FP), R12
+	MOVQ 0(R12), DX
+inter1x2group:
+	MOVQ 24(R12), R11
+inter1x2tile:
+	MOVQ DI, BX
 	XORQ AX, AX
-i12loop:
-	CMPQ AX, CX
-	JAE i12done
+inter1x2loop:
 	MOVOU (R8)(AX*1), X0
 	MOVOU (R9)(AX*1), X1
 	MOVO X0, X2
 	PUNPCKLBW X1, X0
 	PUNPCKHBW X1, X2
-	MOVOU X0, (DI)
-	MOVOU X2, 16(DI)
-	ADDQ $32, DI
+	MOVOU X0, (BX)
+	MOVOU X2, 16(BX)
+	ADDQ $32, BX
 	ADDQ $16, AX
-	JMP i12loop
-i12done:
+	CMPQ AX, CX
+	JB inter1x2loop
+	ADDQ 32(R12), DI
+	ADDQ 40(R12), R8
+	ADDQ 40(R12), R9
+	DECQ R11
+	JNZ inter1x2tile
+	ADDQ 8(R12), DI
+	ADDQ 16(R12), R8
+	ADDQ 16(R12), R9
+	DECQ DX
+	JNZ inter1x2group
 	RET
 
-// func inter1x4SSE2(dst, s0, s1, s2, s3 *byte, n int)
-TEXT ·inter1x4SSE2(SB), NOSPLIT, $0-48
+// func inter1x4SSE2(dst *byte, src *byte, rs int, n int, t *tiles)
+TEXT ·inter1x4SSE2(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI
-	MOVQ s0+8(FP), R8
-	MOVQ s1+16(FP), R9
-	MOVQ s2+24(FP), R10
-	MOVQ s3+32(FP), R11
-	MOVQ n+40(FP), CX
+	MOVQ src+8(FP), R8
+	MOVQ rs+16(FP), AX
+	LEAQ (AX)(R8*1), R9
+	LEAQ (AX)(R9*1), R10
+	LEAQ (AX)(R10*1), R13
+	MOVQ n+24(FP), CX
+	MOVQ t+32(FP), R12
+	MOVQ 0(R12), DX
+inter1x4group:
+	MOVQ 24(R12), R11
+inter1x4tile:
+	MOVQ DI, BX
 	XORQ AX, AX
-i14loop:
-	CMPQ AX, CX
-	JAE i14done
+inter1x4loop:
 	MOVOU (R8)(AX*1), X0
 	MOVOU (R9)(AX*1), X1
 	MOVOU (R10)(AX*1), X2
-	MOVOU (R11)(AX*1), X3
+	MOVOU (R13)(AX*1), X3
 	MOVO X0, X4
 	PUNPCKLBW X1, X0 // r0 r1 pairs, groups 0-7
 	PUNPCKHBW X1, X4 // groups 8-15
@@ -204,58 +294,102 @@ i14loop:
 	MOVO X4, X1
 	PUNPCKLWL X5, X4 // groups 8-11
 	PUNPCKHWL X5, X1 // groups 12-15
-	MOVOU X0, (DI)
-	MOVOU X6, 16(DI)
-	MOVOU X4, 32(DI)
-	MOVOU X1, 48(DI)
-	ADDQ $64, DI
+	MOVOU X0, (BX)
+	MOVOU X6, 16(BX)
+	MOVOU X4, 32(BX)
+	MOVOU X1, 48(BX)
+	ADDQ $64, BX
 	ADDQ $16, AX
-	JMP i14loop
-i14done:
+	CMPQ AX, CX
+	JB inter1x4loop
+	ADDQ 32(R12), DI
+	ADDQ 40(R12), R8
+	ADDQ 40(R12), R9
+	ADDQ 40(R12), R10
+	ADDQ 40(R12), R13
+	DECQ R11
+	JNZ inter1x4tile
+	ADDQ 8(R12), DI
+	ADDQ 16(R12), R8
+	ADDQ 16(R12), R9
+	ADDQ 16(R12), R10
+	ADDQ 16(R12), R13
+	DECQ DX
+	JNZ inter1x4group
 	RET
 
-// func inter2x2SSE2(dst, s0, s1 *byte, n int)
-TEXT ·inter2x2SSE2(SB), NOSPLIT, $0-32
+// func inter2x2SSE2(dst *byte, src *byte, rs int, n int, t *tiles)
+TEXT ·inter2x2SSE2(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI
-	MOVQ s0+8(FP), R8
-	MOVQ s1+16(FP), R9
+	MOVQ src+8(FP), R8
+	MOVQ rs+16(FP), AX
+	LEAQ (AX)(R8*1), R9
 	MOVQ n+24(FP), CX
+	MOVQ t+32(FP), R12
+	MOVQ 0(R12), DX
+inter2x2group:
+	MOVQ 24(R12), R11
+inter2x2tile:
+	MOVQ DI, BX
 	XORQ AX, AX
-i22loop:
-	CMPQ AX, CX
-	JAE i22done
+inter2x2loop:
 	MOVOU (R8)(AX*1), X0
 	MOVOU (R9)(AX*1), X1
 	MOVO X0, X2
 	PUNPCKLWL X1, X0
 	PUNPCKHWL X1, X2
-	MOVOU X0, (DI)
-	MOVOU X2, 16(DI)
-	ADDQ $32, DI
+	MOVOU X0, (BX)
+	MOVOU X2, 16(BX)
+	ADDQ $32, BX
 	ADDQ $16, AX
-	JMP i22loop
-i22done:
+	CMPQ AX, CX
+	JB inter2x2loop
+	ADDQ 32(R12), DI
+	ADDQ 40(R12), R8
+	ADDQ 40(R12), R9
+	DECQ R11
+	JNZ inter2x2tile
+	ADDQ 8(R12), DI
+	ADDQ 16(R12), R8
+	ADDQ 16(R12), R9
+	DECQ DX
+	JNZ inter2x2group
 	RET
 
-// func inter4x2SSE2(dst, s0, s1 *byte, n int)
-TEXT ·inter4x2SSE2(SB), NOSPLIT, $0-32
+// func inter4x2SSE2(dst *byte, src *byte, rs int, n int, t *tiles)
+TEXT ·inter4x2SSE2(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI
-	MOVQ s0+8(FP), R8
-	MOVQ s1+16(FP), R9
+	MOVQ src+8(FP), R8
+	MOVQ rs+16(FP), AX
+	LEAQ (AX)(R8*1), R9
 	MOVQ n+24(FP), CX
+	MOVQ t+32(FP), R12
+	MOVQ 0(R12), DX
+inter4x2group:
+	MOVQ 24(R12), R11
+inter4x2tile:
+	MOVQ DI, BX
 	XORQ AX, AX
-i42loop:
-	CMPQ AX, CX
-	JAE i42done
+inter4x2loop:
 	MOVOU (R8)(AX*1), X0
 	MOVOU (R9)(AX*1), X1
 	MOVO X0, X2
 	UNPCKLPS X1, X0
 	UNPCKHPS X1, X2
-	MOVOU X0, (DI)
-	MOVOU X2, 16(DI)
-	ADDQ $32, DI
+	MOVOU X0, (BX)
+	MOVOU X2, 16(BX)
+	ADDQ $32, BX
 	ADDQ $16, AX
-	JMP i42loop
-i42done:
+	CMPQ AX, CX
+	JB inter4x2loop
+	ADDQ 32(R12), DI
+	ADDQ 40(R12), R8
+	ADDQ 40(R12), R9
+	DECQ R11
+	JNZ inter4x2tile
+	ADDQ 8(R12), DI
+	ADDQ 16(R12), R8
+	ADDQ 16(R12), R9
+	DECQ DX
+	JNZ inter4x2group
 	RET

@@ -3,5 +3,5 @@
 package ops
 
 // Other architectures use the portable kernels of swar.go.
-func archDeint(e, n int) deintFunc { return nil }
-func archInter(e, n int) interFunc { return nil }
+func archDeint(e, n int) deintRowsFunc { return nil }
+func archInter(e, n int) interRowsFunc { return nil }

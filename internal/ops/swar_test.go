@@ -10,9 +10,19 @@ func TestSWARKernels(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	kinds := []struct {
 		name  string
-		deint func(e, n int) deintFunc
-		inter func(e, n int) interFunc
-	}{{"fast", fastDeint, fastInter}, {"portable", portableDeint, portableInter}}
+		deint func(e, n int) deintRowsFunc
+		inter func(e, n int) interRowsFunc
+	}{{"fast", fastDeint, fastInter}, {"portable", func(e, n int) deintRowsFunc {
+		if f := portableDeint(e, n); f != nil {
+			return deintRows(f)
+		}
+		return nil
+	}, func(e, n int) interRowsFunc {
+		if f := portableInter(e, n); f != nil {
+			return interRows(f)
+		}
+		return nil
+	}}}
 	for _, kind := range kinds {
 		for _, e := range []int{1, 2, 4, 8} {
 			for _, n := range []int{2, 3, 4} {
@@ -24,27 +34,49 @@ func TestSWARKernels(t *testing.T) {
 					continue
 				}
 				for count := 0; count < 70; count++ {
-					rs := e*count + rng.Intn(3)*e // rows may have gaps between them
-					src := randomBytes(rng, n*e*count)
-					got := randomBytes(rng, rs*(n-1)+e*count)
-					want := append([]byte(nil), got...)
-					for l := 0; l < n; l++ {
-						for x := 0; x < count; x++ {
-							copy(want[l*rs+x*e:l*rs+x*e+e], src[(x*n+l)*e:])
-						}
-					}
-					deint(got, rs, src, count)
-					if !bytes.Equal(got, want) {
-						t.Fatalf("%s deint e%d n%d count %d: wrong bytes", kind.name, e, n, count)
-					}
-					back := randomBytes(rng, len(src))
-					inter(back, got, rs, count)
-					if !bytes.Equal(back, src) {
-						t.Fatalf("%s inter e%d n%d count %d: not the inverse", kind.name, e, n, count)
+					for _, groups := range [][2]int{{1, 1}, {1, 5}, {3, 1}, {2, 3}} {
+						checkSWARTiles(t, rng, kind.name, deint, inter, e, n, count, groups[0], groups[1])
 					}
 				}
 			}
 		}
+	}
+}
+
+// checkSWARTiles runs a kernel on n1 groups of n2 tiles laid out with
+// random gaps (between rows of a tile, between tiles, between groups),
+// against element-by-element loops, and checks that bytes outside the
+// tiles are untouched.
+func checkSWARTiles(t *testing.T, rng *rand.Rand, name string, deint deintRowsFunc, inter interRowsFunc, e, n, count, n1, n2 int) {
+	t.Helper()
+	rs := e*count + rng.Intn(3)*e // rows may have gaps between them
+	tileOut, tileIn := rs*(n-1)+e*count, n*e*count
+	out := tiles{n1: n1, n2: n2, dstep2: tileOut + rng.Intn(3)*e, sstep2: tileIn + rng.Intn(3)*e}
+	out.dstep1 = n2*out.dstep2 + rng.Intn(3)*e
+	out.sstep1 = n2*out.sstep2 + rng.Intn(3)*e
+	lastO, lastI := out.last()
+	src := randomBytes(rng, lastI+tileIn)
+	got := randomBytes(rng, lastO+tileOut)
+	want := append([]byte(nil), got...)
+	out.each(func(o, i int) {
+		for l := 0; l < n; l++ {
+			for x := 0; x < count; x++ {
+				copy(want[o+l*rs+x*e:o+l*rs+x*e+e], src[i+(x*n+l)*e:])
+			}
+		}
+	})
+	batch := out
+	deint(got, rs, src, count, &batch)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s deint e%d n%d count %d tiles %dx%d: wrong bytes", name, e, n, count, n1, n2)
+	}
+	back := randomBytes(rng, len(src))
+	wantBack := append([]byte(nil), back...)
+	out.each(func(o, i int) { copy(wantBack[i:i+tileIn], src[i:]) })
+	in := tiles{n1: n1, n2: n2, dstep1: out.sstep1, sstep1: out.dstep1, dstep2: out.sstep2, sstep2: out.dstep2}
+	inter(back, got, rs, count, &in)
+	if !bytes.Equal(back, wantBack) {
+		t.Fatalf("%s inter e%d n%d count %d tiles %dx%d: not the inverse", name, e, n, count, n1, n2)
 	}
 }
 
@@ -89,18 +121,18 @@ func BenchmarkSWAR(b *testing.B) {
 	const count = 512 // one 4 KiB input row of float32, as in W1: in L1
 	for _, k := range []struct {
 		name string
-		f    deintFunc
+		f    deintRowsFunc
 		e, n int
-	}{{"deint4x2-slices", deint4x2, 4, 2}, {"deint4x2-pointers", deint4x2p, 4, 2},
-		{"deint1x4-slices", deint1x4, 1, 4}, {"deint1x4-pointers", deint1x4p, 1, 4},
-		{"deint2x2-slices", deint2x2, 2, 2}, {"deint2x2-pointers", deint2x2p, 2, 2},
+	}{{"deint4x2-slices", deintRows(deint4x2), 4, 2}, {"deint4x2-pointers", deintRows(deint4x2p), 4, 2},
+		{"deint1x4-slices", deintRows(deint1x4), 1, 4}, {"deint1x4-pointers", deintRows(deint1x4p), 1, 4},
+		{"deint2x2-slices", deintRows(deint2x2), 2, 2}, {"deint2x2-pointers", deintRows(deint2x2p), 2, 2},
 		{"deint4x2-fast", fastDeint(4, 2), 4, 2}, {"deint1x4-fast", fastDeint(1, 4), 1, 4}, {"deint2x2-fast", fastDeint(2, 2), 2, 2}} {
 		b.Run(k.name, func(b *testing.B) {
 			src := make([]byte, k.e*k.n*count)
 			dst := make([]byte, k.e*k.n*count)
 			b.SetBytes(int64(len(src)))
 			for b.Loop() {
-				k.f(dst, k.e*count, src, count)
+				k.f(dst, k.e*count, src, count, &tiles{n1: 1, n2: 1})
 			}
 		})
 	}
