@@ -140,6 +140,7 @@ type work struct {
 	splitL       bool  // split along L instead of J
 	pieces       int
 	tileJ, tileL int
+	stream       bool // output too large for the cache: bypass it
 }
 
 func (g gather) plan(threads int) work {
@@ -201,8 +202,17 @@ func (g gather) plan(threads int) work {
 	return w
 }
 
+// streamBytes is the output size from which stores bypass the cache. An
+// output this large would be evicted before anyone reads it back, and
+// ordinary stores first read every output line (as Go's memmove, which
+// streams from 1 MiB). The streamed pipeline's 2 MiB chunks stay below it:
+// pwrite reads each chunk right after the kernel writes it. (A variable so
+// that tests can run small outputs through the streaming kernels.)
+var streamBytes = 8 << 20
+
 func (g gather) run(dst, src []byte, threads int) error {
 	w := g.plan(threads)
+	w.stream = len(dst) >= streamBytes
 	if w.pieces == 0 {
 		return nil
 	}
@@ -342,6 +352,7 @@ func execT[T any](w *work, dst, src []T, dstB, srcB []byte, a, b, part, parts in
 	last := len(w.outer) - 1
 	for it := a; it < b; {
 		t, level := w.batch(idx, b-it)
+		t.stream = w.stream
 		switch {
 		case deint != nil:
 			t.scale(e)
@@ -350,7 +361,11 @@ func execT[T any](w *work, dst, src []T, dstB, srcB []byte, a, b, part, parts in
 			t.scale(e)
 			inter(dstB[(bo+l0*tL)*e:], srcB[(bi+l0)*e:], sJ*e, l1-l0, &t)
 		case w.j == w.l && sJ == 1:
-			copyTiles(dst[bo+j0:], src[bi+j0:], j1-j0, &t)
+			bt := t
+			bt.scale(e)
+			if !archCopy(dstB[(bo+j0)*e:], srcB[(bi+j0)*e:], (j1-j0)*e, &bt) {
+				copyTiles(dst[bo+j0:], src[bi+j0:], j1-j0, &t)
+			}
 		default:
 			t.each(func(o, i int) {
 				o, i = bo+o, bi+i

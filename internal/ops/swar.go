@@ -22,10 +22,14 @@ type (
 // and its bounds checks is paid once per batch, not per tile (W5's tiles
 // are 256 bytes; per-tile calls cost more than the copying). The batch is
 // n1 groups of n2 tiles; tile (r1, r2) starts at dst[r1*dstep1+r2*dstep2:]
-// and src[r1*sstep1+r2*sstep2:]. Steps are non-negative.
+// and src[r1*sstep1+r2*sstep2:]. Steps are non-negative. The assembly
+// reads the first six fields by offset.
 type tiles struct {
 	n1, dstep1, sstep1 int
 	n2, dstep2, sstep2 int
+	// stream asks for stores that bypass the cache, for outputs too large
+	// to be read back from it.
+	stream bool
 }
 
 // each calls f with the dst and src offsets of every tile, in order.

@@ -1,44 +1,78 @@
 package ops
 
-// SSE2 kernels (swar_amd64.s). Each runs a batch of tiles in one call; the
-// wrapper (vecDeint, vecInter) checks the bounds of every tile in the batch
-// once, runs the assembly on whole 16-byte output rows and the portable
-// kernel on the tails.
+// SSE2 kernels (swar_amd64.s, written by swar_amd64_gen.py). Each runs a
+// batch of tiles in one call; the wrapper (vecDeint, vecInter) checks the
+// bounds of every tile in the batch once, runs the assembly on whole
+// 16-byte output rows and the portable kernel on the tails. Batches marked
+// stream use the non-temporal variant when every output row is 16-byte
+// aligned.
+
+//go:generate python3 swar_amd64_gen.py swar_amd64.s
 
 //go:noescape
 func deint1x2SSE2(dst *byte, rs int, src *byte, n int, t *tiles)
 
 //go:noescape
+func deint1x2NT(dst *byte, rs int, src *byte, n int, t *tiles)
+
+//go:noescape
 func deint1x4SSE2(dst *byte, rs int, src *byte, n int, t *tiles)
+
+//go:noescape
+func deint1x4NT(dst *byte, rs int, src *byte, n int, t *tiles)
 
 //go:noescape
 func deint2x2SSE2(dst *byte, rs int, src *byte, n int, t *tiles)
 
 //go:noescape
+func deint2x2NT(dst *byte, rs int, src *byte, n int, t *tiles)
+
+//go:noescape
 func deint4x2SSE2(dst *byte, rs int, src *byte, n int, t *tiles)
+
+//go:noescape
+func deint4x2NT(dst *byte, rs int, src *byte, n int, t *tiles)
 
 //go:noescape
 func inter1x2SSE2(dst *byte, src *byte, rs int, n int, t *tiles)
 
 //go:noescape
+func inter1x2NT(dst *byte, src *byte, rs int, n int, t *tiles)
+
+//go:noescape
 func inter1x4SSE2(dst *byte, src *byte, rs int, n int, t *tiles)
+
+//go:noescape
+func inter1x4NT(dst *byte, src *byte, rs int, n int, t *tiles)
 
 //go:noescape
 func inter2x2SSE2(dst *byte, src *byte, rs int, n int, t *tiles)
 
 //go:noescape
+func inter2x2NT(dst *byte, src *byte, rs int, n int, t *tiles)
+
+//go:noescape
 func inter4x2SSE2(dst *byte, src *byte, rs int, n int, t *tiles)
+
+//go:noescape
+func inter4x2NT(dst *byte, src *byte, rs int, n int, t *tiles)
+
+//go:noescape
+func copyTilesSSE2(dst *byte, src *byte, n int, t *tiles)
+
+//go:noescape
+func copyTilesNT(dst *byte, src *byte, n int, t *tiles)
 
 func archDeint(e, n int) deintRowsFunc {
 	switch {
 	case e == 1 && n == 2:
-		return vecDeint(1, 2, deint1x2SSE2, deint1x2)
+		return vecDeint(1, 2, deint1x2SSE2, deint1x2NT, deint1x2)
 	case e == 1 && n == 4:
-		return vecDeint(1, 4, deint1x4SSE2, deint1x4p)
+		return vecDeint(1, 4, deint1x4SSE2, deint1x4NT, deint1x4p)
 	case e == 2 && n == 2:
-		return vecDeint(2, 2, deint2x2SSE2, deint2x2p)
+		return vecDeint(2, 2, deint2x2SSE2, deint2x2NT, deint2x2p)
 	case e == 4 && n == 2:
-		return vecDeint(4, 2, deint4x2SSE2, deint4x2p)
+		return vecDeint(4, 2, deint4x2SSE2, deint4x2NT, deint4x2p)
 	}
 	return nil
 }
@@ -46,13 +80,13 @@ func archDeint(e, n int) deintRowsFunc {
 func archInter(e, n int) interRowsFunc {
 	switch {
 	case e == 1 && n == 2:
-		return vecInter(1, 2, inter1x2SSE2, inter1x2)
+		return vecInter(1, 2, inter1x2SSE2, inter1x2NT, inter1x2)
 	case e == 1 && n == 4:
-		return vecInter(1, 4, inter1x4SSE2, inter1x4)
+		return vecInter(1, 4, inter1x4SSE2, inter1x4NT, inter1x4)
 	case e == 2 && n == 2:
-		return vecInter(2, 2, inter2x2SSE2, inter2x2)
+		return vecInter(2, 2, inter2x2SSE2, inter2x2NT, inter2x2)
 	case e == 4 && n == 2:
-		return vecInter(4, 2, inter4x2SSE2, inter4x2p)
+		return vecInter(4, 2, inter4x2SSE2, inter4x2NT, inter4x2p)
 	}
 	return nil
 }
@@ -60,7 +94,7 @@ func archInter(e, n int) interRowsFunc {
 // vecDeint wraps an assembly de-interleave of e-byte elements by factor f.
 // The assembly does the first n bytes of every output row, n = e·count
 // rounded down to whole 16-byte vectors; tail finishes each tile.
-func vecDeint(e, f int, asm func(dst *byte, rs int, src *byte, n int, t *tiles), tail deintFunc) deintRowsFunc {
+func vecDeint(e, f int, asm, asmNT func(dst *byte, rs int, src *byte, n int, t *tiles), tail deintFunc) deintRowsFunc {
 	return func(dst []byte, rs int, src []byte, count int, t *tiles) {
 		if t.n1 <= 0 || t.n2 <= 0 || count <= 0 {
 			return
@@ -71,7 +105,11 @@ func vecDeint(e, f int, asm func(dst *byte, rs int, src *byte, n int, t *tiles),
 		n := (e * count) &^ 15
 		if n > 0 {
 			walk := t.forAsm()
-			asm(&dst[0], rs, &src[0], n, &walk)
+			if t.stream && aligned16(dst, rs, t) {
+				asmNT(&dst[0], rs, &src[0], n, &walk)
+			} else {
+				asm(&dst[0], rs, &src[0], n, &walk)
+			}
 		}
 		if done := n / e; done < count {
 			t.each(func(o, i int) { tail(dst[o+n:], rs, src[i+f*n:], count-done) })
@@ -80,7 +118,7 @@ func vecDeint(e, f int, asm func(dst *byte, rs int, src *byte, n int, t *tiles),
 }
 
 // vecInter is vecDeint's inverse.
-func vecInter(e, f int, asm func(dst *byte, src *byte, rs int, n int, t *tiles), tail interFunc) interRowsFunc {
+func vecInter(e, f int, asm, asmNT func(dst *byte, src *byte, rs int, n int, t *tiles), tail interFunc) interRowsFunc {
 	return func(dst []byte, src []byte, rs int, count int, t *tiles) {
 		if t.n1 <= 0 || t.n2 <= 0 || count <= 0 {
 			return
@@ -91,7 +129,11 @@ func vecInter(e, f int, asm func(dst *byte, src *byte, rs int, n int, t *tiles),
 		n := (e * count) &^ 15
 		if n > 0 {
 			walk := t.forAsm()
-			asm(&dst[0], &src[0], rs, n, &walk)
+			if t.stream && aligned16(dst, 0, t) {
+				asmNT(&dst[0], &src[0], rs, n, &walk)
+			} else {
+				asm(&dst[0], &src[0], rs, n, &walk)
+			}
 		}
 		if done := n / e; done < count {
 			t.each(func(o, i int) { tail(dst[o+f*n:], src[i+n:], rs, count-done) })
@@ -118,4 +160,28 @@ func checkTile(b []byte, off, rs, lines, width int) {
 	}
 	end := off + (lines-1)*rs
 	_ = b[end : end+width]
+}
+
+// aligned16 reports whether every output row of a batch starts on a
+// 16-byte boundary, as the non-temporal stores require.
+func aligned16(dst []byte, rs int, t *tiles) bool {
+	return aligned(dst, 16) && (rs|t.dstep1|t.dstep2)%16 == 0
+}
+
+// archCopy copies n bytes for every tile of the batch, or reports false
+// (having done nothing) when n is not a whole number of 16-byte vectors.
+func archCopy(dst, src []byte, n int, t *tiles) bool {
+	if n%16 != 0 || n == 0 || t.n1 <= 0 || t.n2 <= 0 {
+		return false
+	}
+	o, i := t.last()
+	checkTile(dst, o, 0, 1, n)
+	checkTile(src, i, 0, 1, n)
+	walk := t.forAsm()
+	if t.stream && aligned16(dst, 0, t) {
+		copyTilesNT(&dst[0], &src[0], n, &walk)
+	} else {
+		copyTilesSSE2(&dst[0], &src[0], n, &walk)
+	}
+	return true
 }
