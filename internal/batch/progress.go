@@ -3,10 +3,12 @@ package batch
 import (
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 )
 
 // Progress is how a batch shows its progress on standard error.
@@ -49,7 +51,10 @@ type reporter struct {
 	mu         sync.Mutex
 	w          io.Writer
 	mode       Progress
-	bar        *progressbar.ProgressBar
+	bar        bool      // a bar is on the current line
+	drawn      time.Time // when it was last drawn
+	cols       int       // the terminal's width
+	barCols    int       // columns of the bar itself; under 10: text only
 	start      time.Time
 	files      int   // finished (done, skipped or failed)
 	failed     int   //
@@ -63,25 +68,14 @@ func newReporter(w io.Writer, mode Progress, interval time.Duration, files int, 
 	r := &reporter{w: w, mode: mode, start: time.Now(), totalFiles: files, totalBytes: bytes}
 	switch mode {
 	case ProgressBar:
-		// The bar counts input bytes; one more than there are, so that it
-		// is not "finished" (and frozen) before the last file is, which
-		// may be empty. finish fills it.
-		r.bar = progressbar.NewOptions64(bytes+1,
-			progressbar.OptionSetWriter(w),
-			progressbar.OptionSetDescription(r.filesText()),
-			progressbar.OptionShowCount(),
-			progressbar.OptionShowBytes(true),
-			progressbar.OptionShowTotalBytes(true),
-			progressbar.OptionUseIECUnits(true),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionSetElapsedTime(true),
-			progressbar.OptionShowElapsedTimeOnFinish(),
-			// At most 40 columns of bar, fewer when the terminal is
-			// narrow; a terminal of unknown width (0) gets 40.
-			progressbar.OptionSetWidth(40),
-			progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionSetRenderBlankState(true),
-		)
+		// The bar keeps one width, chosen so that the longest line it
+		// will draw fits the terminal (draw narrows it if failures are
+		// counted too).
+		r.cols = terminalWidth(w)
+		longest := len(fmt.Sprintf("%d/%d files 100%% || %s/%s, 1023.9 MiB/s, 59m59s left",
+			files, files, FormatBytes(bytes), FormatBytes(bytes)))
+		r.barCols = min(barWidth, r.cols-1-longest)
+		r.draw()
 	case ProgressLines:
 		if interval <= 0 {
 			interval = ProgressInterval
@@ -143,27 +137,29 @@ func (r *reporter) fileDone(size int64, failed bool) {
 	if failed {
 		r.failed++
 	}
-	if r.bar != nil {
-		r.bar.Describe(r.filesText())
-		_ = r.bar.Add64(size)
+	// Redraws are throttled: a batch of many small files would spend
+	// its time drawing.
+	if r.mode == ProgressBar && time.Since(r.drawn) >= barInterval {
+		r.draw()
 	}
 }
 
 // println writes a line (a failure) without tearing the bar: the bar is
-// cleared and comes back at the next update.
+// cleared, the line written, and the bar drawn again below it.
 func (r *reporter) println(s string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.bar != nil {
-		_ = r.bar.Clear()
+	if r.bar {
+		io.WriteString(r.w, "\r\x1b[K")
 	}
 	fmt.Fprintln(r.w, s)
-	if r.bar != nil {
-		_ = r.bar.RenderBlank()
+	if r.mode == ProgressBar {
+		r.draw()
 	}
 }
 
-// finish draws the final state: the full bar, or a last plain line.
+// finish draws the final state: the full bar, ended by a newline, or a
+// last plain line.
 func (r *reporter) finish() {
 	if r.stop != nil {
 		close(r.stop)
@@ -173,11 +169,90 @@ func (r *reporter) finish() {
 	defer r.mu.Unlock()
 	switch r.mode {
 	case ProgressBar:
-		_ = r.bar.Finish()
+		r.draw()
 		fmt.Fprintln(r.w)
 	case ProgressLines:
 		r.line()
 	}
+}
+
+// barInterval is the least time between two redraws of the bar.
+const barInterval = 100 * time.Millisecond
+
+// barWidth is the most columns the bar itself takes.
+const barWidth = 40
+
+// draw redraws the bar in place: carriage return, the line, erase to the
+// end of the line. The line is
+//
+//	12/40 files  30% |████████████▏                           | 1.2 GiB/4.0 GiB, 310.0 MiB/s, 9s left
+//
+// where the bar narrows (or goes) to fit a narrow terminal, so that the
+// line never wraps, which would break the carriage-return redraw.
+func (r *reporter) draw() {
+	r.drawn = time.Now()
+	frac := 1.0
+	if r.totalBytes > 0 {
+		frac = float64(r.bytes) / float64(r.totalBytes)
+	} else if r.totalFiles > 0 {
+		frac = float64(r.files) / float64(r.totalFiles)
+	}
+	if r.files < r.totalFiles {
+		frac = min(frac, 0.999) // 100% only when every file is done
+	}
+	el := time.Since(r.start)
+	rate := 0.0
+	if s := el.Seconds(); s > 0 {
+		rate = float64(r.bytes) / s
+	}
+	left := ""
+	switch {
+	case r.files == r.totalFiles:
+		left = "done in " + roundDuration(el).String()
+	case rate > 0:
+		left = roundDuration(time.Duration(float64(r.totalBytes-r.bytes)/rate*float64(time.Second))).String() + " left"
+	default:
+		left = "? left"
+	}
+	failed := ""
+	if r.failed > 0 {
+		failed = fmt.Sprintf(" (%d failed)", r.failed)
+	}
+	head := fmt.Sprintf("%s%s %3d%% ", r.filesText(), failed, int(frac*100))
+	tail := fmt.Sprintf(" %s/%s, %s/s, %s", FormatBytes(r.bytes), FormatBytes(r.totalBytes), FormatBytes(int64(rate)), left)
+	line := head + tail[1:]
+	if w := min(r.barCols, r.cols-1-len(head)-len(tail)-2); w >= 10 {
+		line = head + "|" + bar(frac, w) + "|" + tail
+	}
+	fmt.Fprintf(r.w, "\r%s\x1b[K", line)
+	r.bar = true
+}
+
+// bar is frac of width columns filled, in eighths of a column.
+func bar(frac float64, width int) string {
+	eighths := int(frac * float64(width*8))
+	full, part := eighths/8, eighths%8
+	var b strings.Builder
+	b.WriteString(strings.Repeat("█", full))
+	if full < width {
+		if part > 0 {
+			b.WriteRune([]rune(" ▏▎▍▌▋▊▉")[part])
+		} else {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strings.Repeat(" ", width-full-1))
+	}
+	return b.String()
+}
+
+// terminalWidth is the width of the terminal w writes to, or 80.
+func terminalWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+			return cols
+		}
+	}
+	return 80
 }
 
 // FormatBytes prints a byte count in IEC units: 0 B, 512 B, 1.5 KiB, 3.2 GiB.

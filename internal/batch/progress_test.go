@@ -102,6 +102,19 @@ func TestProgressBar(t *testing.T) {
 	}
 }
 
+// The bar fills in eighths of a column and always has its width.
+func TestBarCells(t *testing.T) {
+	for _, c := range []struct {
+		frac  float64
+		width int
+		want  string
+	}{{0, 10, "          "}, {1, 10, "██████████"}, {0.5, 10, "█████     "}, {0.0625, 4, "▎   "}, {0.99, 10, "█████████▉"}} {
+		if got := bar(c.frac, c.width); got != c.want {
+			t.Errorf("bar(%v, %d) = %q, want %q", c.frac, c.width, got, c.want)
+		}
+	}
+}
+
 func TestNoProgress(t *testing.T) {
 	var w syncBuffer
 	r := newReporter(&w, ProgressNone, time.Millisecond, 2, 10)
