@@ -2,11 +2,12 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/cobra/doc"
 )
+
+// extraCommands are commands compiled in by build tags (man.go).
+var extraCommands []func() *cobra.Command
 
 func newRootCmd(s *streams) *cobra.Command {
 	root := &cobra.Command{
@@ -32,29 +33,9 @@ on .npy, raw and JSON files, byte-exact for every dtype, on every core.`,
 	root.AddCommand(newOpCmd(s, opSpaceToDepth), newOpCmd(s, opDepthToSpace),
 		newInfoCmd(s), newConvertCmd(s), newCompareCmd(s))
 	root.AddCommand(newExplainCmd(s), newReorderCmd(s))
-	root.AddCommand(newManCmd())
+	for _, c := range extraCommands {
+		root.AddCommand(c())
+	}
 	root.CompletionOptions.HiddenDefaultCmd = false
 	return root
-}
-
-// newManCmd is the hidden "depthspace man DIR": one man page per command,
-// written by cobra's doc generator for the release archives
-// (.goreleaser.yaml). Set SOURCE_DATE_EPOCH for a reproducible date.
-func newManCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "man DIR",
-		Short:  "Write the man pages into DIR",
-		Hidden: true,
-		Args:   cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := os.MkdirAll(args[0], 0o777); err != nil {
-				return err
-			}
-			root := cmd.Root()
-			root.DisableAutoGenTag = true
-			return doc.GenManTree(root, &doc.GenManHeader{
-				Title: "DEPTHSPACE", Section: "1", Source: "depthspace " + versionString(), Manual: "depthspace manual",
-			}, args[0])
-		},
-	}
 }
