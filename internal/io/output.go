@@ -58,6 +58,7 @@ func Create(name string, stdout io.Writer) (*Output, error) {
 			return &Output{Name: name, w: f, closer: f}, nil
 		}
 	}
+	HandleSignals() // before the first temporary file exists
 	f, err := os.CreateTemp(dir, fmt.Sprintf(TempPattern, filepath.Base(name)))
 	if err != nil {
 		return nil, fmt.Errorf("cannot create a file in %s: %w", dir, unwrapPath(err))
@@ -246,7 +247,10 @@ func untrackRemove(name string) {
 
 // HandleSignals removes every temporary output when SIGINT, SIGTERM or
 // SIGHUP arrives, then exits with the status a shell expects (128 + signal).
-// Targets are never touched: they are replaced only by a rename.
+// Targets are never touched: they are replaced only by a rename. It starts
+// with the first temporary file: a run that creates none (stdout, info,
+// compare) skips its cost at start-up and keeps Go's default on a broken
+// pipe, which is to die of SIGPIPE quietly, as a Unix filter should.
 func HandleSignals() {
 	signalsOnce.Do(handleSignals)
 }

@@ -210,6 +210,9 @@ func (g gather) plan(threads int) work {
 // that tests can run small outputs through the streaming kernels.)
 var streamBytes = 8 << 20
 
+// minBytesPerThread is the least output a goroutine of the kernel gets.
+const minBytesPerThread = 256 << 10
+
 func (g gather) run(dst, src []byte, threads int) error {
 	w := g.plan(threads)
 	w.stream = len(dst) >= streamBytes
@@ -229,7 +232,9 @@ func (g gather) run(dst, src []byte, threads int) error {
 		per = (w.nOuter + chunks - 1) / chunks
 		nPieces = (w.nOuter + per - 1) / per
 	}
-	threads = min(threads, nPieces)
+	// A goroutine costs more than moving a few kilobytes (on a fresh
+	// process, a new OS thread), so small tensors use fewer of them.
+	threads = min(threads, nPieces, 1+len(dst)/minBytesPerThread)
 	var next atomic.Int64
 	var firstErr error
 	var mu sync.Mutex

@@ -111,24 +111,29 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 	var next atomic.Int64
 	var failed atomic.Bool
 	errs := make([]error, workers)
+	worker := func(w int) {
+		src, dst := fileio.Buffer(ck.MaxBytes()), fileio.Buffer(ck.MaxBytes())
+		for !failed.Load() {
+			i := int(next.Add(1) - 1)
+			if i >= n {
+				return
+			}
+			if err := doChunk(ck, i, in, out, base, src, dst, inner); err != nil {
+				errs[w] = err
+				failed.Store(true)
+				return
+			}
+		}
+	}
+	if workers == 1 {
+		// One chunk (every small file): no goroutine to start.
+		worker(0)
+		return errs[0]
+	}
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			src, dst := fileio.Buffer(ck.MaxBytes()), fileio.Buffer(ck.MaxBytes())
-			for !failed.Load() {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := doChunk(ck, i, in, out, base, src, dst, inner); err != nil {
-					errs[w] = err
-					failed.Store(true)
-					return
-				}
-			}
-		}()
+		go func() { defer wg.Done(); worker(w) }()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
