@@ -188,6 +188,31 @@ func TestKernelMatchesReference(t *testing.T) {
 	}
 }
 
+// The engine on the portable kernels (what arm64 and others run) against
+// the oracle, on fewer cases.
+func TestKernelPortableMatchesReference(t *testing.T) {
+	defer func() { archKernels = true }()
+	archKernels = false
+	rng := rand.New(rand.NewSource(11))
+	for i := 0; i < 500; i++ {
+		c := randomCase(rng)
+		c.req.Block = Block(c.blocks)
+		p, err := NewPlan(c.req, c.in, c.elem, c.fortran)
+		if err != nil {
+			t.Fatalf("%v: %v", c, err)
+		}
+		src := randomBytes(rng, p.Bytes())
+		_, want := reference(c.req, c.blocks, c.in, c.elem, c.fortran, src)
+		dst := make([]byte, p.Bytes())
+		if err := p.Run(dst, src, 1+i%3); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(dst, want) {
+			t.Fatalf("%v: portable kernels differ from the reference", c)
+		}
+	}
+}
+
 // runStreaming runs p with the cache-bypassing stores on or off whatever
 // the output size.
 func runStreaming(p *Plan, dst, src []byte, threads int, stream bool) error {

@@ -55,11 +55,17 @@ type (
 	interRowsFunc func(dst []byte, src []byte, rowStride int, count int, t *tiles)
 )
 
+// archKernels turns the architecture's kernels on; tests turn them off to
+// run the engine on the portable kernels other architectures use.
+var archKernels = true
+
 // fastDeint returns the kernel for element size e and factor n, or nil:
 // an architecture's vector kernel where there is one, else a portable one.
 func fastDeint(e, n int) deintRowsFunc {
-	if f := archDeint(e, n); f != nil {
-		return f
+	if archKernels {
+		if f := archDeint(e, n); f != nil {
+			return f
+		}
 	}
 	if f := portableDeint(e, n); f != nil {
 		return deintRows(f)
@@ -69,8 +75,10 @@ func fastDeint(e, n int) deintRowsFunc {
 
 // fastInter is fastDeint's inverse.
 func fastInter(e, n int) interRowsFunc {
-	if f := archInter(e, n); f != nil {
-		return f
+	if archKernels {
+		if f := archInter(e, n); f != nil {
+			return f
+		}
 	}
 	if f := portableInter(e, n); f != nil {
 		return interRows(f)
