@@ -122,7 +122,10 @@ func (o *Output) WriteAt(p []byte, off int64) (int, error) {
 }
 
 // Reserve sizes a file output and reserves its blocks, so that a full disk
-// is reported before any work is done.
+// is reported before any work is done. Even tiny files are reserved:
+// skipping it for a 384-byte output made the whole run slower (perf stat
+// -r 80, three pairs: 10.5 -> 11.4 ms), probably because ext4 flushes a
+// file with delayed allocation when it is renamed over another.
 func (o *Output) Reserve(size int64) error {
 	if o.f == nil {
 		return nil
