@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/depthspace/depthspace/internal/pipeline"
@@ -142,10 +143,10 @@ func Run(opts Options) (*Summary, error) {
 	for i, it := range mine {
 		switch {
 		case it.err != nil:
-			r.finish(i, Record{Input: it.input, Status: StatusFailed}, it.err)
+			r.finish(i, Record{Input: it.input, Status: StatusFailed}, it.err, 0)
 			continue
 		case opts.SkipExisting && exists(it.output):
-			r.finish(i, Record{Input: it.input, Output: it.output, Status: StatusSkipped}, nil)
+			r.finish(i, Record{Input: it.input, Output: it.output, Status: StatusSkipped}, nil, 0)
 			continue
 		}
 		w := threadsFor(it.size, threads)
@@ -154,8 +155,9 @@ func Run(opts Options) (*Summary, error) {
 		go func() {
 			defer wg.Done()
 			defer r.release(w)
-			rec, err := r.transform(it, w)
-			r.finish(i, rec, err)
+			var counted atomic.Int64 // bytes already shown as progress
+			rec, err := r.transform(it, w, &counted)
+			r.finish(i, rec, err, counted.Load())
 		}()
 	}
 	wg.Wait()
@@ -221,8 +223,9 @@ func (r *runner) release(n int) {
 	r.cond.Broadcast()
 }
 
-// transform runs one file's job on threads threads.
-func (r *runner) transform(it item, threads int) (rec Record, err error) {
+// transform runs one file's job on threads threads, adding the data bytes
+// it has done so far to counted (and to the progress shown).
+func (r *runner) transform(it item, threads int, counted *atomic.Int64) (rec Record, err error) {
 	rec = Record{Input: it.input, Output: it.output, Status: StatusFailed}
 	defer func() {
 		if p := recover(); p != nil {
@@ -240,6 +243,10 @@ func (r *runner) transform(it item, threads int) (rec Record, err error) {
 	job.Path, job.Output, job.Threads = it.input, it.output, threads
 	job.Stdin, job.Stream = nil, false
 	job.Stdout, job.StdoutTTY = io.Discard, false
+	job.Progress = func(n int64) {
+		counted.Add(n)
+		r.rep.partial(n)
+	}
 	res, err := pipeline.Transform(job)
 	if err != nil {
 		return rec, err
@@ -249,13 +256,13 @@ func (r *runner) transform(it item, threads int) (rec Record, err error) {
 }
 
 // finish records item i's outcome and prints every record that is now
-// next in order.
-func (r *runner) finish(i int, rec Record, err error) {
+// next in order; counted is what its progress already showed.
+func (r *runner) finish(i int, rec Record, err error, counted int64) {
 	if err != nil {
 		rec.Status = StatusFailed
 		rec.Error = errorText(err, rec.Input)
 	}
-	r.rep.fileDone(r.items[i].size, rec.Status == StatusFailed)
+	r.rep.fileDone(r.items[i].size, counted, rec.Status == StatusFailed)
 	r.out.Lock()
 	defer r.out.Unlock()
 	if r.errs == nil {

@@ -58,7 +58,7 @@ type reporter struct {
 	start      time.Time
 	files      int   // finished (done, skipped or failed)
 	failed     int   //
-	bytes      int64 // input bytes of the finished files
+	bytes      int64 // input bytes of the finished files, and done so far of the others
 	totalFiles int
 	totalBytes int64
 	stop, done chan struct{}
@@ -128,12 +128,24 @@ func (r *reporter) line() {
 		r.filesText(), failed, FormatBytes(r.bytes), FormatBytes(r.totalBytes), FormatBytes(int64(rate)), left, roundDuration(el))
 }
 
-// fileDone counts one finished file of size input bytes.
-func (r *reporter) fileDone(size int64, failed bool) {
+// partial counts n bytes done inside a file still running, so that a large
+// file moves the bar while it is converted.
+func (r *reporter) partial(n int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.bytes += n
+	if r.mode == ProgressBar && time.Since(r.drawn) >= barInterval {
+		r.draw()
+	}
+}
+
+// fileDone counts one finished file of size input bytes, of which counted
+// were already shown by partial.
+func (r *reporter) fileDone(size, counted int64, failed bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.files++
-	r.bytes += size
+	r.bytes += size - counted
 	if failed {
 		r.failed++
 	}

@@ -51,15 +51,15 @@ func (s *syncBuffer) String() string {
 func TestProgressLines(t *testing.T) {
 	var w syncBuffer
 	r := newReporter(&w, ProgressLines, 20*time.Millisecond, 4, 4<<20)
-	r.fileDone(1<<20, false)
-	r.fileDone(1<<20, true)
+	r.fileDone(1<<20, 0, false)
+	r.fileDone(1<<20, 0, true)
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(w.String(), "2/4 files") && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	r.println("depthspace: x.npy: broken")
-	r.fileDone(1<<20, false)
-	r.fileDone(1<<20, false)
+	r.fileDone(1<<20, 0, false)
+	r.fileDone(1<<20, 0, false)
 	r.finish()
 	out := w.String()
 	line := regexp.MustCompile(`(?m)^depthspace: progress: 2/4 files \(1 failed\), 2\.0 MiB of 4\.0 MiB, \S+ \S+/s, (about \S+ left|unknown), \S+ elapsed$`)
@@ -83,10 +83,10 @@ func TestProgressLines(t *testing.T) {
 func TestProgressBar(t *testing.T) {
 	var w syncBuffer
 	r := newReporter(&w, ProgressBar, 0, 3, 3<<20)
-	r.fileDone(1<<20, false)
+	r.fileDone(1<<20, 0, false)
 	r.println("depthspace: y.npy: broken")
-	r.fileDone(1<<20, true)
-	r.fileDone(1<<20, false)
+	r.fileDone(1<<20, 0, true)
+	r.fileDone(1<<20, 0, false)
 	r.finish()
 	out := w.String()
 	for _, want := range []string{"3/3 files", "100%", "3.0 MiB", "/s", "depthspace: y.npy: broken\n"} {
@@ -99,6 +99,27 @@ func TestProgressBar(t *testing.T) {
 	}
 	if strings.Contains(out, "broken\r") {
 		t.Errorf("bar drawn over a failure line: %q", out)
+	}
+}
+
+// Bytes done inside a running file move the progress, and the file's end
+// does not count them twice.
+func TestPartialProgress(t *testing.T) {
+	var w syncBuffer
+	r := newReporter(&w, ProgressLines, time.Hour, 2, 8<<20)
+	r.partial(2 << 20)
+	r.partial(1 << 20)
+	r.mu.Lock()
+	r.line()
+	r.mu.Unlock()
+	r.fileDone(4<<20, 3<<20, false) // 4 MiB file, 3 MiB of data shown
+	r.fileDone(4<<20, 0, false)
+	r.finish()
+	out := w.String()
+	for _, want := range []string{"0/2 files, 3.0 MiB of 8.0 MiB", "2/2 files, 8.0 MiB of 8.0 MiB"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%q missing from\n%s", want, out)
+		}
 	}
 }
 
@@ -118,9 +139,9 @@ func TestBarCells(t *testing.T) {
 func TestNoProgress(t *testing.T) {
 	var w syncBuffer
 	r := newReporter(&w, ProgressNone, time.Millisecond, 2, 10)
-	r.fileDone(5, false)
+	r.fileDone(5, 0, false)
 	time.Sleep(5 * time.Millisecond)
-	r.fileDone(5, false)
+	r.fileDone(5, 0, false)
 	r.finish()
 	if w.String() != "" {
 		t.Errorf("progress none wrote %q", w.String())

@@ -2,10 +2,12 @@ package pipeline
 
 import (
 	"bytes"
+	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
@@ -122,5 +124,30 @@ func TestFortranItemwise(t *testing.T) {
 	}
 	if !bytes.Equal(outs[0].Bytes(), outs[1].Bytes()) {
 		t.Fatal("Fortran-order input gives a different result")
+	}
+}
+
+// A streamed run reports its progress chunk by chunk, and the reports add
+// up to the tensor's data bytes, to a file or to standard output.
+func TestProgressAddsUp(t *testing.T) {
+	dir := t.TempDir()
+	shape := []int{4, 8, 64, 64}
+	data := make([]byte, 4*8*64*64*4)
+	rand.New(rand.NewSource(2)).Read(data)
+	in := filepath.Join(dir, "in.npy")
+	writeNpy(t, in, "<f4", shape, false, data)
+	for _, output := range []string{filepath.Join(dir, "out.npy"), "-"} {
+		var calls int
+		var sum int64
+		var mu sync.Mutex
+		o := Options{Request: ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}, Source: Source{Path: in},
+			Output: output, Threads: 2, ChunkBytes: 16 << 10, Stdout: io.Discard,
+			Progress: func(n int64) { mu.Lock(); calls++; sum += n; mu.Unlock() }}
+		if _, err := Transform(o); err != nil {
+			t.Fatal(err)
+		}
+		if sum != int64(len(data)) || calls < 2 {
+			t.Errorf("-o %s: progress reported %d bytes in %d calls, want %d in several", output, sum, calls, len(data))
+		}
 	}
 }

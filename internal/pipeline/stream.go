@@ -79,8 +79,12 @@ func (m memReader) ReadAt(p []byte, off int64) (int, error) {
 // streamRun computes plan chunk by chunk from t into out, whose data starts
 // at base. File outputs are written at offsets by several workers at once;
 // stream outputs chunk after chunk in order.
-func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, threads, chunkBytes int) error {
-	if chunkBytes <= 0 {
+func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, threads, chunkBytes int, progress func(int64)) error {
+	if progress == nil {
+		progress = func(int64) {}
+	}
+	adapt := chunkBytes <= 0 // the caller left the size to us
+	if adapt {
 		chunkBytes = DefaultChunkBytes
 	}
 	var in chunkInput
@@ -98,7 +102,7 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 	if err != nil {
 		return err
 	}
-	if ck.Len() > 1 {
+	if adapt && ck.Len() > 1 {
 		// A chunk is up to B ranges on each side (B: the block's
 		// product); with many, each write is short and its fixed cost
 		// shows. Chunks grow until ranges reach minSegmentBytes.
@@ -118,6 +122,7 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 			if err := doChunk(ck, i, in, out, base, src, dst, threads); err != nil {
 				return err
 			}
+			progress(int64(ck.Chunk(i).Bytes))
 		}
 		if t.Stream != nil {
 			if extra, _ := io.Copy(io.Discard, io.LimitReader(t.Stream, 1<<20)); extra > 0 {
@@ -145,6 +150,7 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 				failed.Store(true)
 				return
 			}
+			progress(int64(ck.Chunk(i).Bytes))
 		}
 	}
 	if workers == 1 {

@@ -27,6 +27,10 @@ type Options struct {
 	BufferLimit int
 	// ChunkBytes is the chunk size of a streamed run (DefaultChunkBytes).
 	ChunkBytes int
+	// Progress, when set, is told the tensor data bytes done as a streamed
+	// run finishes its chunks (from any goroutine), so that a batch can
+	// show progress inside a large file.
+	Progress func(bytes int64)
 	// Planner plans the job for one input tensor. Nil plans Request with
 	// ops.NewPlan (space-to-depth, depth-to-space); reorder and convert
 	// give their own (ops.NewReorder, ops.NewCopy).
@@ -131,7 +135,7 @@ func streamStore(opts Options, to format.Kind, h format.Header, plan *ops.Plan, 
 	} else if _, err := out.Write(preamble); err != nil {
 		return fail(err)
 	}
-	if err := streamRun(plan, t, out, int64(len(preamble)), opts.Threads, opts.ChunkBytes); err != nil {
+	if err := streamRun(plan, t, out, int64(len(preamble)), opts.Threads, opts.ChunkBytes, opts.Progress); err != nil {
 		if t.Stream != nil && !errors.Is(err, errInternal) {
 			return fail(pathErr("stdin", err))
 		}
