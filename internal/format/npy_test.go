@@ -38,6 +38,42 @@ func TestNpyRoundTrip(t *testing.T) {
 	}
 }
 
+// Our own files put the data of a tensor of 1 MiB or more on a page
+// boundary; smaller ones keep numpy's 64-byte layout, byte for byte.
+func TestEncodeNpyFile(t *testing.T) {
+	f4, _ := ParseDescr("<f4")
+	for _, c := range []struct {
+		shape []int
+		want  int // preamble length; 0: EncodeNpy's
+	}{
+		{[]int{1, 8, 2, 3}, 0},
+		{[]int{255, 1024}, 0},          // just under 1 MiB
+		{[]int{256, 1024}, 4096},       // 1 MiB
+		{[]int{4, 64, 1024, 1024}, 4096},
+		{append(make([]int, 1000), 1<<18), 4096}, // rank 1001: a 3 KiB header still fits
+	} {
+		for i := range c.shape {
+			c.shape[i] = max(c.shape[i], 1)
+		}
+		h := Header{DType: f4, Shape: c.shape}
+		pre := EncodeNpyFile(h)
+		want := c.want
+		if want == 0 {
+			want = len(EncodeNpy(h))
+			if !bytes.Equal(pre, EncodeNpy(h)) {
+				t.Errorf("%v: small tensor preamble differs from numpy's layout", len(c.shape))
+			}
+		}
+		if len(pre) != want {
+			t.Errorf("rank %d: preamble of %d bytes, want %d", len(c.shape), len(pre), want)
+		}
+		got, err := ParseNpy(pre)
+		if err != nil || got.DataOffset != int64(len(pre)) || ShapeString(got.Shape) != ShapeString(c.shape) {
+			t.Errorf("rank %d: read back %+v, %v", len(c.shape), got, err)
+		}
+	}
+}
+
 // The header text numpy writes, exactly (numpy 1.x and 2.x agree).
 func TestNpyHeaderText(t *testing.T) {
 	dt, _ := ParseDescr("<u4")

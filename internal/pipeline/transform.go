@@ -316,7 +316,7 @@ func store(out *fileio.Output, kind format.Kind, h format.Header, name string, l
 func preambleFor(kind format.Kind, h format.Header, name string) ([]byte, error) {
 	switch kind {
 	case format.KindNpy:
-		return format.EncodeNpy(h), nil
+		return format.EncodeNpyFile(h), nil
 	case format.KindONNX:
 		return format.ONNXPreamble(h, name)
 	case format.KindNpz:

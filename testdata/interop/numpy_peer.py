@@ -140,6 +140,11 @@ def gen(d):
                 for order in ("dcr", "crd"):
                     name = f"k{len(blocks)}_{'x'.join(map(str, blocks))}_{op}_{layout}"
                     add(name, arr, op, order, layout, blocks)
+    # 2 MiB of data: depthspace pads such headers so the data starts on a
+    # 4096-byte page; numpy must still load the file as it is.
+    arr = random_array("<f4", (2, 8, 128, 256))
+    add("big_page_aligned", arr, "s2d", "dcr", "nchw", [2, 2])
+    add("big_page_aligned", arr, "s2d", "crd", "nhwc", [2, 2])
     with open(os.path.join(d, "jobs.json"), "w") as f:
         json.dump(jobs, f, indent=1)
 
@@ -152,6 +157,15 @@ def header_dict(path):
         major = f.read(8)[6]
         n = struct.unpack("<H" if major == 1 else "<I", f.read(2 if major == 1 else 4))[0]
         return ast.literal_eval(f.read(n).decode("utf-8" if major == 3 else "latin1"))
+
+
+def data_offset(path):
+    """Where the element data of an npy file starts."""
+    import struct
+    with open(path, "rb") as f:
+        major = f.read(8)[6]
+        fixed, fmt = (10, "<H") if major == 1 else (12, "<I")
+        return fixed + struct.unpack(fmt, f.read(fixed - 8))[0]
 
 
 def check(d):
@@ -175,6 +189,8 @@ def check(d):
             problems.append(f"shape {got.shape} != numpy's {want.shape}")
         elif np.ascontiguousarray(want).tobytes() != got.tobytes():
             problems.append("bytes differ from numpy's reshape/transpose")
+        if got.nbytes >= 1 << 20 and data_offset(path) % 4096:
+            problems.append(f"data of a large output starts at {data_offset(path)}, not on a page")
         if problems:
             bad += 1
             print(f"FAIL {j['output']}: {'; '.join(problems)}")
