@@ -384,6 +384,11 @@ func TestScanMatchesOracle(t *testing.T) {
 		if iter%20 == 0 {
 			shape = []int{3, 50000} // several chunks
 		}
+		if iter%10 == 5 {
+			// Mixed orders walk in 64x64 tiles: shapes with partial tiles,
+			// extent-1 axes around and between the long ones, several units.
+			shape = [][]int{{130, 3, 70}, {1, 200, 5, 1, 100}, {65, 65}, {300, 2, 2, 300}, {1, 1, 77, 1}, {100, 1}}[iter/10%6]
+		}
 		n := 1
 		for _, d := range shape {
 			n *= d
@@ -406,6 +411,10 @@ func TestScanMatchesOracle(t *testing.T) {
 		a.Fortran, b.Fortran = rng.Intn(2) == 0, rng.Intn(2) == 0
 		if iter%20 == 0 { // several chunks: both Fortran, then each alone
 			a.Fortran, b.Fortran = iter != 20, iter != 40
+		}
+		if iter%10 == 5 {
+			a.Fortran = iter%20 == 5
+			b.Fortran = !a.Fortran
 		}
 		for _, o := range []Options{exact(), isclose(1e-3, 1e-6), isclose(0, 0)} {
 			o.MaxReport = 1 + rng.Intn(40)

@@ -110,6 +110,7 @@ type scanner struct {
 	maxReport int
 	numeric   bool // both numeric: differences have a size
 	contig    bool // both C order: the walk is the flat index itself
+	tiled     bool // one side C order, the other Fortran: walk in tiles
 }
 
 func newScanner(a, b Tensor, n int) *scanner {
@@ -119,13 +120,21 @@ func newScanner(a, b Tensor, n int) *scanner {
 	for i := range s.walk {
 		s.walk[i] = i
 	}
+	long := 0 // axes longer than 1: with one at most, both orders agree
+	for _, d := range a.Shape {
+		if d > 1 {
+			long++
+		}
+	}
 	switch {
-	case !a.Fortran && !b.Fortran || len(a.Shape) <= 1:
+	case !a.Fortran && !b.Fortran || long <= 1:
 		s.contig = true
 	case a.Fortran && b.Fortran:
 		for i := range s.walk {
 			s.walk[i] = len(a.Shape) - 1 - i
 		}
+	default:
+		s.tiled = true
 	}
 	return s
 }
@@ -215,13 +224,16 @@ func (s *scanner) run(threads int) (tally, error) {
 		return total, nil
 	}
 	threads = max(threads, 1)
-	chunk := max(chunkElems, (s.n+16*threads-1)/(16*threads))
-	nChunks := (s.n + chunk - 1) / chunk
-	results := make([]tally, nChunks)
+	units, do := s.plan(threads)
+	// Each worker keeps its own tally: tallies merge by element index
+	// (smallest indices, first index of a maximum), so neither the number
+	// of workers nor the order in which they take units shows in the result.
+	workers := min(threads, units)
+	results := make([]tally, workers)
 	var next atomic.Int64
 	var mu sync.Mutex
 	var firstErr error
-	worker := func() {
+	worker := func(w int) {
 		defer func() {
 			if r := recover(); r != nil {
 				mu.Lock()
@@ -235,23 +247,21 @@ func (s *scanner) run(threads int) (tally, error) {
 		// make that a panic, recovered above, rather than a fatal SIGBUS.
 		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 		bb := new(bufs)
+		results[w] = newTally()
 		for {
-			c := int(next.Add(1) - 1)
-			if c >= nChunks {
+			u := int(next.Add(1) - 1)
+			if u >= units {
 				return
 			}
-			lo := c * chunk
-			results[c] = newTally()
-			s.chunk(bb, lo, min(lo+chunk, s.n), &results[c])
+			do(bb, u, &results[w])
 		}
 	}
-	workers := min(threads, nChunks)
 	var wg sync.WaitGroup
 	for w := 1; w < workers; w++ {
 		wg.Add(1)
-		go func() { defer wg.Done(); worker() }()
+		go func() { defer wg.Done(); worker(w) }()
 	}
-	worker()
+	worker(0)
 	wg.Wait()
 	if firstErr != nil {
 		return total, firstErr
@@ -260,6 +270,87 @@ func (s *scanner) run(threads int) (tally, error) {
 		total.add(&results[i], s.maxReport)
 	}
 	return total, nil
+}
+
+// plan cuts the scan into units for the workers: ranges of the walk, or,
+// for mixed storage orders, runs of tiles.
+func (s *scanner) plan(threads int) (int, func(bb *bufs, u int, t *tally)) {
+	if s.tiled {
+		g := s.tileGrid()
+		per := max(1, (tileElems/(tileSide*tileSide)), (g.count+16*threads-1)/(16*threads))
+		return (g.count + per - 1) / per, func(bb *bufs, u int, t *tally) {
+			for k := u * per; k < min((u+1)*per, g.count); k++ {
+				s.tile(bb, &g, k, t)
+			}
+		}
+	}
+	chunk := max(chunkElems, (s.n+16*threads-1)/(16*threads))
+	return (s.n + chunk - 1) / chunk, func(bb *bufs, c int, t *tally) {
+		lo := c * chunk
+		s.chunk(bb, lo, min(lo+chunk, s.n), t)
+	}
+}
+
+// A scan of one C-order and one Fortran-order tensor. In logical order the
+// Fortran side would be read at the stride of all axes but the first,
+// a cache miss for every element. Instead it goes by tiles of tileSide
+// values of the first axis (contiguous in Fortran order) by tileSide of
+// the last (contiguous in C order), at each position of the middle axes:
+// within a tile both sides read lines already in cache. A tile's rows are
+// spans along the last axis, so flat indices ascend within a span, which
+// is all span needs.
+const (
+	tileSide  = 64
+	tileElems = 1 << 16 // the least work a unit gets, as chunkElems
+)
+
+type tileGrid struct {
+	first, last int // the outermost and innermost axes longer than 1
+	rows, cols  int // tiles along them
+	count       int // tiles in all, with every position of the axes between
+}
+
+func (s *scanner) tileGrid() tileGrid {
+	g := tileGrid{first: -1}
+	for ax, d := range s.shape {
+		if d > 1 {
+			if g.first < 0 {
+				g.first = ax
+			}
+			g.last = ax
+		}
+	}
+	g.rows = (s.shape[g.first] + tileSide - 1) / tileSide
+	g.cols = (s.shape[g.last] + tileSide - 1) / tileSide
+	g.count = g.rows * g.cols
+	for _, d := range s.shape[g.first+1 : g.last] {
+		g.count *= d
+	}
+	return g
+}
+
+// tile scans tile k of the grid: k runs over the positions of the axes
+// between first and last, then the row blocks, then the column blocks
+// (fastest). Axes outside [first, last] have extent 1.
+func (s *scanner) tile(bb *bufs, g *tileGrid, k int, t *tally) {
+	c, r, m := k%g.cols, (k/g.cols)%g.rows, k/(g.cols*g.rows)
+	pos, offA, offB := 0, 0, 0
+	for ax := g.last - 1; ax > g.first; ax-- {
+		i := m % s.shape[ax]
+		m /= s.shape[ax]
+		pos += i * s.cstride[ax]
+		offA += i * s.a.stride[ax]
+		offB += i * s.b.stride[ax]
+	}
+	f, l := g.first, g.last
+	c0 := c * tileSide
+	n := min(tileSide, s.shape[l]-c0)
+	pos += c0 * s.cstride[l]
+	offA += c0 * s.a.stride[l]
+	offB += c0 * s.b.stride[l]
+	for i := r * tileSide; i < min((r+1)*tileSide, s.shape[f]); i++ {
+		s.span(bb, pos+i*s.cstride[f], s.cstride[l], n, offA+i*s.a.stride[f], s.a.stride[l], offB+i*s.b.stride[f], s.b.stride[l], t)
+	}
 }
 
 func faultError(r any) error {
