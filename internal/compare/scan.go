@@ -277,7 +277,7 @@ func (s *scanner) run(threads int) (tally, error) {
 func (s *scanner) plan(threads int) (int, func(bb *bufs, u int, t *tally)) {
 	if s.tiled {
 		g := s.tileGrid()
-		per := max(1, (tileElems/(tileSide*tileSide)), (g.count+16*threads-1)/(16*threads))
+		per := max(tileElems/(tileSide*tileSide), (g.count+16*threads-1)/(16*threads))
 		return (g.count + per - 1) / per, func(bb *bufs, u int, t *tally) {
 			for k := u * per; k < min((u+1)*per, g.count); k++ {
 				s.tile(bb, &g, k, t)

@@ -47,8 +47,8 @@ func TestEncodeNpyFile(t *testing.T) {
 		want  int // preamble length; 0: EncodeNpy's
 	}{
 		{[]int{1, 8, 2, 3}, 0},
-		{[]int{255, 1024}, 0},          // just under 1 MiB
-		{[]int{256, 1024}, 4096},       // 1 MiB
+		{[]int{255, 1024}, 0},    // just under 1 MiB
+		{[]int{256, 1024}, 4096}, // 1 MiB
 		{[]int{4, 64, 1024, 1024}, 4096},
 		{append(make([]int, 1000), 1<<18), 4096}, // rank 1001: a 3 KiB header still fits
 	} {
