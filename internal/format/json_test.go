@@ -3,6 +3,7 @@ package format
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -776,4 +777,51 @@ func FuzzDecodeJSON(f *testing.F) {
 			t.Fatalf("data %x became %x\n%s", elems, elems2, buf.String())
 		}
 	})
+}
+
+// Large 16-bit float tensors take their texts from a memo: every one of the
+// 65536 bit patterns, in both byte orders, gets the text the direct
+// computation gives (a small tensor takes the direct path).
+func TestJSONShortest16Memo(t *testing.T) {
+	for _, c := range []struct {
+		descr string
+		spec  *floatSpec
+	}{{"<f2", &halfSpec}, {">f2", &halfSpec}, {"<V2", &bfloat16Spec}} {
+		dt, err := ParseDescr(c.descr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.descr == "<V2" {
+			dt, err = ParseDType("bfloat16")
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		const n = 2 << 16 // every pattern twice: computed, then from the memo
+		data := make([]byte, 2*n)
+		for i := 0; i < n; i++ {
+			if dt.Order == '>' {
+				binary.BigEndian.PutUint16(data[2*i:], uint16(i))
+			} else {
+				binary.LittleEndian.PutUint16(data[2*i:], uint16(i))
+			}
+		}
+		var out bytes.Buffer
+		if err := EncodeJSON(&out, dt, []int{n}, data); err != nil {
+			t.Fatal(err)
+		}
+		var doc struct{ Data []json.RawMessage }
+		if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Data) != n {
+			t.Fatalf("%s: %d elements", c.descr, len(doc.Data))
+		}
+		for i, got := range doc.Data {
+			v := i % (1 << 16)
+			if want := string(c.spec.appendShortest(nil, uint64(v))); string(got) != want {
+				t.Fatalf("%s bits %#04x: %s, want %s", c.descr, v, got, want)
+			}
+		}
+	}
 }
