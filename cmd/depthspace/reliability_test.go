@@ -236,8 +236,10 @@ func waitMidWrite(t *testing.T, p *proc, dir string, minSize int64, settle time.
 // bigInputs are two 256 MiB float32 tensors: one batch item (over the 64
 // MiB in-memory buffer limit) and 8 items of 32 MiB, so that whichever way
 // the pipeline writes a result (a mapping of the temporary file, item by
-// item, chunk by chunk at offsets) is interrupted. -j 1 keeps each run
-// long enough (about a second) to be interrupted reliably.
+// item, chunk by chunk at offsets) is interrupted. A run at -j 1 takes
+// 50-100 ms here, so the signal goes 5 ms after the temporary file appears
+// (its blocks are reserved at once, and chunks of 4 MiB take about a
+// millisecond each); a run that still finishes first is retried.
 var bigInputs = []struct {
 	name  string
 	shape []int
@@ -274,7 +276,7 @@ func testSignalMidWrite(t *testing.T, bin string) {
 				interrupted := false
 				for attempt := 0; attempt < 3 && !interrupted; attempt++ {
 					p := start(t, bin, dir, "s2d", "-b", "2", "-j", "1", "in.npy", "-o", "out.npy")
-					if _, ok := waitMidWrite(t, p, dir, 1, 50*time.Millisecond); !ok {
+					if _, ok := waitMidWrite(t, p, dir, 1, 5*time.Millisecond); !ok {
 						p.wait(t)
 						t.Logf("attempt %d finished before it could be interrupted (status %d)", attempt, p.status())
 						_ = os.WriteFile(filepath.Join(dir, "out.npy"), old, 0o644)
@@ -349,7 +351,7 @@ func testKillMidWrite(t *testing.T, bin string) {
 				killed := false
 				for attempt := 0; attempt < 3 && !killed; attempt++ {
 					p := start(t, bin, dir, "s2d", "-b", "2", "-j", "1", "in.npy", "-o", "out.npy")
-					if _, ok := waitMidWrite(t, p, dir, 1, 50*time.Millisecond); !ok {
+					if _, ok := waitMidWrite(t, p, dir, 1, 5*time.Millisecond); !ok {
 						p.wait(t)
 						reset()
 						continue

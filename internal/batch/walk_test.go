@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"github.com/depthspace/depthspace/internal/pipeline"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -176,11 +177,11 @@ func TestListLinks(t *testing.T) {
 }
 
 func TestThreadsFor(t *testing.T) {
-	const mib = 1 << 20
+	const chunk = pipeline.DefaultChunkBytes // a thread per chunk
 	for _, c := range []struct {
 		size          int64
 		threads, want int
-	}{{0, 8, 1}, {100, 8, 1}, {3 * mib, 8, 1}, {4 * mib, 8, 2}, {16 * mib, 8, 8}, {1 << 40, 8, 8}, {1 << 40, 1, 1}} {
+	}{{0, 8, 1}, {100, 8, 1}, {3 * chunk / 2, 8, 1}, {2 * chunk, 8, 2}, {8 * chunk, 8, 8}, {1 << 40, 8, 8}, {1 << 40, 1, 1}} {
 		if got := threadsFor(c.size, c.threads); got != c.want {
 			t.Errorf("threadsFor(%d, %d) = %d, want %d", c.size, c.threads, got, c.want)
 		}

@@ -205,10 +205,11 @@ func (g gather) plan(threads int) work {
 // streamBytes is the output size from which stores bypass the cache. An
 // output this large would be evicted before anyone reads it back, and
 // ordinary stores first read every output line (as Go's memmove, which
-// streams from 1 MiB). The streamed pipeline's 2 MiB chunks stay below it:
-// pwrite reads each chunk right after the kernel writes it. (A variable so
-// that tests can run small outputs through the streaming kernels.)
-var streamBytes = 8 << 20
+// streams from 1 MiB). The streamed pipeline's chunks (at most 8 MiB) stay
+// below it: pwrite reads each chunk right after the kernel writes it. (A
+// variable so that tests can run small outputs through the streaming
+// kernels.)
+var streamBytes = 16 << 20
 
 // minBytesPerThread is the least output a goroutine of the kernel gets.
 const minBytesPerThread = 256 << 10
