@@ -157,7 +157,7 @@ func Run(opts Options) (*Summary, error) {
 			defer r.release(w)
 			var counted atomic.Int64 // bytes already shown as progress
 			rec, err := r.transform(it, w, &counted)
-			r.finish(i, rec, err, counted.Load())
+			r.finish(i, rec, err, min(counted.Load(), it.size))
 		}()
 	}
 	wg.Wait()
@@ -243,9 +243,14 @@ func (r *runner) transform(it item, threads int, counted *atomic.Int64) (rec Rec
 	job.Path, job.Output, job.Threads = it.input, it.output, threads
 	job.Stdin, job.Stream = nil, false
 	job.Stdout, job.StdoutTTY = io.Discard, false
+	// Progress counts tensor data bytes, the totals file sizes: a JSON
+	// file's data can outgrow its text, so a file never shows more than
+	// its size.
 	job.Progress = func(n int64) {
-		counted.Add(n)
-		r.rep.partial(n)
+		after := counted.Add(n)
+		if shown := min(after, it.size) - min(after-n, it.size); shown > 0 {
+			r.rep.partial(shown)
+		}
 	}
 	res, err := pipeline.Transform(job)
 	if err != nil {

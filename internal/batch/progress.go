@@ -118,7 +118,7 @@ func (r *reporter) line() {
 	case r.files == r.totalFiles:
 		left = "done"
 	case rate > 0:
-		left = "about " + roundDuration(time.Duration(float64(r.totalBytes-r.bytes)/rate*float64(time.Second))).String() + " left"
+		left = "about " + roundDuration(time.Duration(float64(max(r.totalBytes-r.bytes, 0))/rate*float64(time.Second))).String() + " left"
 	}
 	failed := ""
 	if r.failed > 0 {
@@ -222,7 +222,7 @@ func (r *reporter) draw() {
 	case r.files == r.totalFiles:
 		left = "done in " + roundDuration(el).String()
 	case rate > 0:
-		left = roundDuration(time.Duration(float64(r.totalBytes-r.bytes)/rate*float64(time.Second))).String() + " left"
+		left = roundDuration(time.Duration(float64(max(r.totalBytes-r.bytes, 0))/rate*float64(time.Second))).String() + " left"
 	default:
 		left = "? left"
 	}
@@ -235,6 +235,8 @@ func (r *reporter) draw() {
 	line := head + tail[1:]
 	if w := min(r.barCols, r.cols-1-len(head)-len(tail)-2); w >= 10 {
 		line = head + "|" + bar(frac, w) + "|" + tail
+	} else if len(line) > r.cols-1 {
+		line = line[:max(r.cols-1, 0)] // the text alone is ASCII
 	}
 	fmt.Fprintf(r.w, "\r%s\x1b[K", line)
 	r.bar = true

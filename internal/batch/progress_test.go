@@ -123,6 +123,24 @@ func TestPartialProgress(t *testing.T) {
 	}
 }
 
+// More bytes than the total (a JSON file's data outgrowing its text) never
+// shows a negative time left.
+func TestProgressOvershoot(t *testing.T) {
+	var w syncBuffer
+	r := newReporter(&w, ProgressLines, time.Hour, 2, 100)
+	r.start = time.Now().Add(-10 * time.Second) // 15 B/s: 50 bytes too many is -3.3s
+	r.partial(150)
+	r.mu.Lock()
+	r.line()
+	r.mode = ProgressBar
+	r.cols, r.barCols = 80, 20
+	r.draw()
+	r.mu.Unlock()
+	if out := w.String(); regexp.MustCompile(`-\d`).MatchString(out) {
+		t.Errorf("negative time left in %q", out)
+	}
+}
+
 // The bar fills in eighths of a column and always has its width.
 func TestBarCells(t *testing.T) {
 	for _, c := range []struct {

@@ -246,5 +246,5 @@ func (c *Chunker) Run(ch Chunk, dst, src []byte, threads int) error {
 		return nil
 	}
 	g := newGather(ch.count, stride, p.ElemSize, dst, src)
-	return g.run(dst, src, max(threads, 1))
+	return g.run(dst, src, max(threads, 1), false)
 }

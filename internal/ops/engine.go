@@ -25,7 +25,7 @@ func (p *Plan) Run(dst, src []byte, threads int) error {
 		return nil
 	}
 	g := newGather(p.dims, p.stride, p.ElemSize, dst, src)
-	return g.run(dst, src, max(threads, 1))
+	return g.run(dst, src, max(threads, 1), true)
 }
 
 // RunItems runs the plan for the batch items [first, first+count) only:
@@ -50,7 +50,7 @@ func (p *Plan) RunItems(dst, src []byte, first, count, threads int) error {
 	dims[0] = count
 	off := first * p.stride[0] * p.ElemSize
 	g := newGather(dims, p.stride, p.ElemSize, dst, src[off:])
-	return g.run(dst, src[off:], max(threads, 1))
+	return g.run(dst, src[off:], max(threads, 1), true)
 }
 
 // gather is the simplified form the kernels execute: dims in output order,
@@ -205,18 +205,20 @@ func (g gather) plan(threads int) work {
 // streamBytes is the output size from which stores bypass the cache. An
 // output this large would be evicted before anyone reads it back, and
 // ordinary stores first read every output line (as Go's memmove, which
-// streams from 1 MiB). The streamed pipeline's chunks (at most 8 MiB) stay
-// below it: pwrite reads each chunk right after the kernel writes it. (A
-// variable so that tests can run small outputs through the streaming
-// kernels.)
+// streams from 1 MiB). The streamed pipeline's chunks never use them:
+// pwrite reads each chunk right after the kernel writes it. (A variable so
+// that tests can run small outputs through the streaming kernels.)
 var streamBytes = 16 << 20
 
 // minBytesPerThread is the least output a goroutine of the kernel gets.
 const minBytesPerThread = 256 << 10
 
-func (g gather) run(dst, src []byte, threads int) error {
+// run executes the gather. mayStream allows the cache-bypassing stores for
+// a large output; a chunk of the streamed pipeline passes false, since it
+// is read back right away.
+func (g gather) run(dst, src []byte, threads int, mayStream bool) error {
 	w := g.plan(threads)
-	w.stream = len(dst) >= streamBytes
+	w.stream = mayStream && len(dst) >= streamBytes
 	if w.pieces == 0 {
 		return nil
 	}
@@ -412,6 +414,9 @@ func execT[T any](w *work, dst, src []T, dstB, srcB []byte, a, b, part, parts in
 	}
 }
 
+// batchBytes bounds the tiles of one batch (about 100 µs of work).
+var batchBytes = 4 << 20 // a variable so that tests can cut batches small
+
 // batch is the next batch of at most left outer iterations from the
 // odometer position idx: whole groups along the two innermost outer axes
 // when the innermost is at 0 and a group fits, else the rest of the
@@ -423,13 +428,16 @@ func (w *work) batch(idx []int, left int) (tiles, int) {
 	if last < 0 {
 		return t, -1
 	}
+	// A batch is one call into assembly, which cannot be preempted: its
+	// size is bounded so that a garbage collection never waits long.
+	most := max(1, batchBytes/max(1, w.tileJ*w.tileL*w.g.unit))
 	in := w.outer[last]
-	t.n2, t.dstep2, t.sstep2 = min(w.g.dims[in]-idx[last], left), w.outStride[in], w.g.stride[in]
-	if last == 0 || idx[last] != 0 || left < 2*w.g.dims[in] {
+	t.n2, t.dstep2, t.sstep2 = min(w.g.dims[in]-idx[last], left, most), w.outStride[in], w.g.stride[in]
+	if last == 0 || idx[last] != 0 || left < 2*w.g.dims[in] || most < 2*w.g.dims[in] {
 		return t, last
 	}
 	out := w.outer[last-1]
-	t.n1 = min(w.g.dims[out]-idx[last-1], left/w.g.dims[in])
+	t.n1 = min(w.g.dims[out]-idx[last-1], left/w.g.dims[in], most/w.g.dims[in])
 	t.dstep1, t.sstep1 = w.outStride[out], w.g.stride[out]
 	return t, last - 1
 }

@@ -1,5 +1,7 @@
 package ops
 
+import "fmt"
+
 // SSE2 kernels (swar_amd64.s, written by swar_amd64_gen.py). Each runs a
 // batch of tiles in one call; the wrapper (vecDeint, vecInter) checks the
 // bounds of every tile in the batch once, runs the assembly on whole
@@ -150,16 +152,15 @@ func (t *tiles) forAsm() tiles {
 	return w
 }
 
-// checkTile panics (as an index out of range) unless the tile at offset
-// off, `lines` lines of `width` bytes rs apart, fits in b. Called on the
-// last tile of a batch: with non-negative steps it reaches furthest, so
-// every tile of the batch fits.
+// checkTile panics unless the tile at offset off, `lines` lines of `width`
+// bytes rs apart, lies within len(b) (not merely its capacity: a chunk
+// buffer is a prefix of a larger one). Called on the last tile of a batch:
+// with non-negative steps it reaches furthest, so every tile fits.
 func checkTile(b []byte, off, rs, lines, width int) {
-	if rs < 0 {
-		panic("ops: negative row stride")
-	}
 	end := off + (lines-1)*rs
-	_ = b[end : end+width]
+	if rs < 0 || off < 0 || width < 0 || end+width > len(b) {
+		panic(fmt.Sprintf("ops: tile [%d, %d) outside a %d-byte buffer", end, end+width, len(b)))
+	}
 }
 
 // aligned16 reports whether every output row of a batch starts on a

@@ -3,6 +3,7 @@ package ops
 import (
 	"bytes"
 	"math/rand"
+	"runtime"
 	"testing"
 )
 
@@ -152,4 +153,28 @@ func BenchmarkSWAR(b *testing.B) {
 			copy(dst, src)
 		}
 	})
+}
+
+// A batch reaching past len(dst) panics even where the slice's capacity
+// would hold it (a chunk buffer is a prefix of a larger one).
+func TestBatchBoundsUseLength(t *testing.T) {
+	big := make([]byte, 256)
+	src := make([]byte, 256)
+	cases := map[string]func(){
+		"deint": func() { fastDeint(4, 2)(big[:40], 16, src, 4, &tiles{n1: 1, n2: 2, dstep2: 32, sstep2: 32}) },
+		"inter": func() { fastInter(4, 2)(big[:40], src, 16, 4, &tiles{n1: 1, n2: 2, dstep2: 32, sstep2: 32}) },
+	}
+	if runtime.GOARCH == "amd64" { // elsewhere archCopy declines and the engine copies in Go
+		cases["copy"] = func() { archCopy(big[:16], src, 32, &tiles{n1: 1, n2: 2, dstep2: 32, sstep2: 32}) }
+	}
+	for name, f := range cases {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: a batch past len(dst) did not panic", name)
+				}
+			}()
+			f()
+		}()
+	}
 }

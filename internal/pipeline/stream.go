@@ -122,10 +122,9 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 		// In order, one chunk at a time, the kernel on every thread.
 		src, dst := fileio.Buffer(ck.MaxBytes()), fileio.Buffer(ck.MaxBytes())
 		for i := 0; i < n; i++ {
-			if err := doChunk(ck, i, in, out, base, src, dst, threads); err != nil {
+			if err := doChunk(ck, i, in, out, base, src, dst, threads, progress); err != nil {
 				return err
 			}
-			progress(int64(ck.Chunk(i).Bytes))
 		}
 		if t.Stream != nil {
 			if extra, _ := io.Copy(io.Discard, io.LimitReader(t.Stream, 1<<20)); extra > 0 {
@@ -148,12 +147,11 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 			if i >= n {
 				return
 			}
-			if err := doChunk(ck, i, in, out, base, src, dst, inner); err != nil {
+			if err := doChunk(ck, i, in, out, base, src, dst, inner, progress); err != nil {
 				errs[w] = err
 				failed.Store(true)
 				return
 			}
-			progress(int64(ck.Chunk(i).Bytes))
 		}
 	}
 	if workers == 1 {
@@ -170,7 +168,8 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 	return errors.Join(errs...)
 }
 
-func doChunk(ck *ops.Chunker, i int, in chunkInput, out *fileio.Output, base int64, src, dst []byte, threads int) error {
+// doChunk reads, computes and writes chunk i, then reports its bytes done.
+func doChunk(ck *ops.Chunker, i int, in chunkInput, out *fileio.Output, base int64, src, dst []byte, threads int, progress func(int64)) error {
 	ch := ck.Chunk(i)
 	src, dst = src[:ch.Bytes], dst[:ch.Bytes]
 	b := src
@@ -196,5 +195,6 @@ func doChunk(ck *ops.Chunker, i int, in chunkInput, out *fileio.Output, base int
 		}
 		b = b[s.Len:]
 	}
+	progress(int64(ch.Bytes))
 	return nil
 }
