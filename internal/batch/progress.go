@@ -108,24 +108,38 @@ func (r *reporter) tick(interval time.Duration) {
 
 // line prints one plain progress line: files, bytes, rate and time left.
 func (r *reporter) line() {
-	el := time.Since(r.start)
-	rate := 0.0
-	if s := el.Seconds(); s > 0 {
-		rate = float64(r.bytes) / s
-	}
-	left := "unknown"
+	el, rate, left, known := r.pace()
+	text := "unknown"
 	switch {
 	case r.files == r.totalFiles:
-		left = "done"
-	case rate > 0:
-		left = "about " + roundDuration(time.Duration(float64(max(r.totalBytes-r.bytes, 0))/rate*float64(time.Second))).String() + " left"
-	}
-	failed := ""
-	if r.failed > 0 {
-		failed = fmt.Sprintf(" (%d failed)", r.failed)
+		text = "done"
+	case known:
+		text = "about " + left.String() + " left"
 	}
 	fmt.Fprintf(r.w, "depthspace: progress: %s%s, %s of %s, %s/s, %s, %s elapsed\n",
-		r.filesText(), failed, FormatBytes(r.bytes), FormatBytes(r.totalBytes), FormatBytes(int64(rate)), left, roundDuration(el))
+		r.filesText(), r.failedText(), FormatBytes(r.bytes), FormatBytes(r.totalBytes), FormatBytes(int64(rate)), text, roundDuration(el))
+}
+
+// pace is the time since the start, the byte rate, and the time left at
+// that rate (known once some bytes are done; never negative, though a
+// JSON file's data can count more bytes than its text).
+func (r *reporter) pace() (elapsed time.Duration, rate float64, left time.Duration, known bool) {
+	elapsed = time.Since(r.start)
+	if s := elapsed.Seconds(); s > 0 {
+		rate = float64(r.bytes) / s
+	}
+	if rate > 0 {
+		left = roundDuration(time.Duration(float64(max(r.totalBytes-r.bytes, 0)) / rate * float64(time.Second)))
+	}
+	return elapsed, rate, left, rate > 0
+}
+
+// failedText is " (N failed)", or nothing.
+func (r *reporter) failedText() string {
+	if r.failed == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d failed)", r.failed)
 }
 
 // partial counts n bytes done inside a file still running, so that a large
@@ -212,26 +226,16 @@ func (r *reporter) draw() {
 	if r.files < r.totalFiles {
 		frac = min(frac, 0.999) // 100% only when every file is done
 	}
-	el := time.Since(r.start)
-	rate := 0.0
-	if s := el.Seconds(); s > 0 {
-		rate = float64(r.bytes) / s
-	}
-	left := ""
+	el, rate, left, known := r.pace()
+	text := "? left"
 	switch {
 	case r.files == r.totalFiles:
-		left = "done in " + roundDuration(el).String()
-	case rate > 0:
-		left = roundDuration(time.Duration(float64(max(r.totalBytes-r.bytes, 0))/rate*float64(time.Second))).String() + " left"
-	default:
-		left = "? left"
+		text = "done in " + roundDuration(el).String()
+	case known:
+		text = left.String() + " left"
 	}
-	failed := ""
-	if r.failed > 0 {
-		failed = fmt.Sprintf(" (%d failed)", r.failed)
-	}
-	head := fmt.Sprintf("%s%s %3d%% ", r.filesText(), failed, int(frac*100))
-	tail := fmt.Sprintf(" %s/%s, %s/s, %s", FormatBytes(r.bytes), FormatBytes(r.totalBytes), FormatBytes(int64(rate)), left)
+	head := fmt.Sprintf("%s%s %3d%% ", r.filesText(), r.failedText(), int(frac*100))
+	tail := fmt.Sprintf(" %s/%s, %s/s, %s", FormatBytes(r.bytes), FormatBytes(r.totalBytes), FormatBytes(int64(rate)), text)
 	line := head + tail[1:]
 	if w := min(r.barCols, r.cols-1-len(head)-len(tail)-2); w >= 10 {
 		line = head + "|" + bar(frac, w) + "|" + tail

@@ -371,7 +371,7 @@ func execT[T any](w *work, dst, src []T, dstB, srcB []byte, a, b, part, parts in
 		case w.j == w.l && sJ == 1:
 			bt := t
 			bt.scale(e)
-			if !archKernels || !archCopy(dstB[(bo+j0)*e:], srcB[(bi+j0)*e:], (j1-j0)*e, &bt) {
+			if !fastCopy(dstB[(bo+j0)*e:], srcB[(bi+j0)*e:], (j1-j0)*e, &bt) {
 				copyTiles(dst[bo+j0:], src[bi+j0:], j1-j0, &t)
 			}
 		default:

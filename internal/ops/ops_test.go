@@ -155,6 +155,24 @@ func randomBytes(rng *rand.Rand, n int) []byte {
 	return b
 }
 
+// oracleCase draws a random case and plans it, with random input bytes and
+// the oracle's output for them.
+func oracleCase(t *testing.T, rng *rand.Rand) (c testCase, p *Plan, src, want []byte) {
+	t.Helper()
+	c = randomCase(rng)
+	c.req.Block = Block(c.blocks)
+	p, err := NewPlan(c.req, c.in, c.elem, c.fortran)
+	if err != nil {
+		t.Fatalf("%v: %v", c, err)
+	}
+	src = randomBytes(rng, p.Bytes())
+	wantShape, want := reference(c.req, c.blocks, c.in, c.elem, c.fortran, src)
+	if fmt.Sprint(wantShape) != fmt.Sprint(p.Out) {
+		t.Fatalf("%v: shape %v, reference %v", c, p.Out, wantShape)
+	}
+	return c, p, src, want
+}
+
 func TestKernelMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	n := 3000
@@ -162,17 +180,7 @@ func TestKernelMatchesReference(t *testing.T) {
 		n = 300
 	}
 	for i := 0; i < n; i++ {
-		c := randomCase(rng)
-		c.req.Block = Block(c.blocks)
-		p, err := NewPlan(c.req, c.in, c.elem, c.fortran)
-		if err != nil {
-			t.Fatalf("%v: %v", c, err)
-		}
-		src := randomBytes(rng, p.Bytes())
-		wantShape, want := reference(c.req, c.blocks, c.in, c.elem, c.fortran, src)
-		if fmt.Sprint(wantShape) != fmt.Sprint(p.Out) {
-			t.Fatalf("%v: shape %v, reference %v", c, p.Out, wantShape)
-		}
+		c, p, src, want := oracleCase(t, rng)
 		for _, threads := range []int{1, 2, 3, 8} {
 			// Odd -j also runs the cache-bypassing kernels, which
 			// large outputs use.
@@ -202,14 +210,7 @@ func TestKernelPortableMatchesReference(t *testing.T) {
 	archKernels = false
 	rng := rand.New(rand.NewSource(11))
 	for i := 0; i < 500; i++ {
-		c := randomCase(rng)
-		c.req.Block = Block(c.blocks)
-		p, err := NewPlan(c.req, c.in, c.elem, c.fortran)
-		if err != nil {
-			t.Fatalf("%v: %v", c, err)
-		}
-		src := randomBytes(rng, p.Bytes())
-		_, want := reference(c.req, c.blocks, c.in, c.elem, c.fortran, src)
+		c, p, src, want := oracleCase(t, rng)
 		dst := make([]byte, p.Bytes())
 		if err := p.Run(dst, src, 1+i%3); err != nil {
 			t.Fatal(err)

@@ -86,6 +86,13 @@ func fastInter(e, n int) interRowsFunc {
 	return nil
 }
 
+// fastCopy copies n bytes for every tile of a batch with the
+// architecture's kernel, or reports false (having done nothing) when there
+// is none for this run length: the caller then copies in Go.
+func fastCopy(dst, src []byte, n int, t *tiles) bool {
+	return archKernels && archCopy(dst, src, n, t)
+}
+
 // deintRows runs a one-tile kernel on a batch of tiles.
 func deintRows(f deintFunc) deintRowsFunc {
 	return func(dst []byte, rs int, src []byte, count int, t *tiles) {

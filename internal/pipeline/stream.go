@@ -20,9 +20,8 @@ import (
 const DefaultChunkBytes = 4 << 20
 
 // Chunks with many ranges (block 4x4: 16 output ranges a chunk) grow so
-// that each range is at least minSegmentBytes, up to maxChunkBytes (which
-// stays below the kernel's streaming-store threshold, ops.streamBytes:
-// pwrite reads a chunk back right away). Measured on W3 (uint8, block 4;
+// that each range is at least minSegmentBytes, up to maxChunkBytes.
+// Measured on W3 (uint8, block 4;
 // paired medians of 11 whole runs): 2 MiB chunks of 128 KiB writes took
 // 0.089 s, 4 MiB chunks 0.074 s, 512 KiB chunks 0.133 s.
 const (
@@ -155,7 +154,7 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 		}
 	}
 	if workers == 1 {
-		// One chunk (every small file): no goroutine to start.
+		// One chunk (every small file) or -j 1: no goroutine to start.
 		worker(0)
 		return errs[0]
 	}
