@@ -23,35 +23,7 @@ import (
 // np.load read every output and numpy compares it with its own
 // reshape/transpose.
 func TestONNXInterop(t *testing.T) {
-	py := testpeer.Python(t, "onnx")
-	dir := t.TempDir()
-	script := filepath.Join("..", "..", "testdata", "interop", "onnx_peer.py")
-	if out, err := exec.Command(py, script, "gen", dir).CombinedOutput(); err != nil {
-		t.Fatalf("onnx gen: %v\n%s", err, out)
-	}
-	var jobs []struct {
-		Kind, Input, Output, Op, Order, Layout, Block string
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "jobs.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &jobs); err != nil {
-		t.Fatal(err)
-	}
-	for _, j := range jobs {
-		var stderr bytes.Buffer
-		args := []string{j.Op, "-b", j.Block, "--order", j.Order, "--layout", j.Layout,
-			filepath.Join(dir, j.Input), "-o", filepath.Join(dir, j.Output)}
-		if code := run(args, nil, &bytes.Buffer{}, &stderr); code != 0 {
-			t.Errorf("depthspace %v: exit %d: %s", args, code, stderr.String())
-		}
-	}
-	out, err := exec.Command(py, script, "check", dir).CombinedOutput()
-	t.Logf("onnx/numpy check:\n%s", out)
-	if err != nil {
-		t.Fatalf("onnx/numpy check failed: %v", err)
-	}
+	peerJobs(t, "onnx", "onnx_peer.py")
 }
 
 // explainCases span ranks 3 to 5, square and rectangular blocks, both

@@ -17,11 +17,18 @@ import (
 // loads every output and compares it byte for byte with its own
 // reshape/transpose.
 func TestNumpyInterop(t *testing.T) {
-	py := testpeer.Python(t, "numpy")
+	peerJobs(t, "numpy", "numpy_peer.py")
+}
+
+// peerJobs runs a Python peer's round trip: the peer script (in
+// testdata/interop) writes inputs and a jobs.json ("gen DIR"), depthspace
+// runs every job, and the peer checks every output ("check DIR").
+func peerJobs(t *testing.T, module, script string) {
+	py := testpeer.Python(t, module)
 	dir := t.TempDir()
-	script := filepath.Join("..", "..", "testdata", "interop", "numpy_peer.py")
+	script = filepath.Join("..", "..", "testdata", "interop", script)
 	if out, err := exec.Command(py, script, "gen", dir).CombinedOutput(); err != nil {
-		t.Fatalf("numpy gen: %v\n%s", err, out)
+		t.Fatalf("%s gen: %v\n%s", module, err, out)
 	}
 	var jobs []struct {
 		Input, Output, Op, Order, Layout, Block string
@@ -42,8 +49,8 @@ func TestNumpyInterop(t *testing.T) {
 		}
 	}
 	out, err := exec.Command(py, script, "check", dir).CombinedOutput()
-	t.Logf("numpy check:\n%s", out)
+	t.Logf("%s check:\n%s", module, out)
 	if err != nil {
-		t.Fatalf("numpy check failed: %v", err)
+		t.Fatalf("%s check failed: %v", module, err)
 	}
 }
