@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 
@@ -154,7 +155,7 @@ type batchFlags struct {
 
 func (b *batchFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&b.outDir, "out-dir", "", "batch: write each INPUT's result under `DIR`, relative paths kept (created if missing)")
-	fl.StringVar(&b.shard, "shard", "", "batch: do only shard `K/N` of the sorted file list (0 <= K < N), for N processes or machines")
+	fl.StringVar(&b.shard, "shard", "", "batch: do only shard `K/N` of the sorted file list (0 <= K < N), for N processes or machines; auto: K and N from a Slurm job array's SLURM_ARRAY_TASK_* variables")
 	fl.BoolVar(&b.skipExisting, "skip-existing", false, "batch: skip files whose output exists (outputs are atomic, so complete): resume")
 	fl.StringVar(&b.progress, "progress", "auto", "batch: progress on stderr: auto (a bar on a terminal), always (plain lines elsewhere), never")
 	fl.BoolVar(&b.json, "json", false, "batch: one JSON record per file on stdout, then a summary record")
@@ -264,7 +265,12 @@ func (f *batchFlags) run(job pipeline.Options, args []string, s *streams) error 
 		Inputs: args, OutDir: f.outDir, Job: job, Threads: job.Threads,
 		SkipExisting: f.skipExisting, Stderr: s.err,
 	}
-	if f.shard != "" {
+	switch {
+	case strings.EqualFold(strings.TrimSpace(f.shard), "auto"):
+		if opts.Shard, opts.ShardFrom, err = batch.ShardFromSlurm(os.Getenv); err != nil {
+			return err
+		}
+	case f.shard != "":
 		if opts.Shard, err = batch.ParseShard(f.shard); err != nil {
 			return err
 		}
@@ -348,7 +354,7 @@ func registerCompletions(cmd *cobra.Command) {
 	_ = cmd.RegisterFlagCompletionFunc("block", fixed("2", "3", "4", "2x2", "2x3"))
 	_ = cmd.RegisterFlagCompletionFunc("dtype", fixed(strings.Fields("float32 float16 bfloat16 float64 int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool complex64 complex128")...))
 	_ = cmd.RegisterFlagCompletionFunc("progress", fixed("auto\ta bar when stderr is a terminal", "always\ta bar, or plain lines when stderr is not a terminal", "never\tonly the summary"))
-	_ = cmd.RegisterFlagCompletionFunc("shard", fixed()) // K/N: nothing to offer, and not a file
+	_ = cmd.RegisterFlagCompletionFunc("shard", fixed("auto\tK and N from a Slurm job array")) // K/N: nothing to offer, and not a file
 	_ = cmd.RegisterFlagCompletionFunc("out-dir", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return nil, cobra.ShellCompDirectiveFilterDirs
 	})

@@ -32,6 +32,7 @@ type Options struct {
 	Job          pipeline.Options
 	Threads      int // -j: shared by all files (see Run)
 	Shard        Shard
+	ShardFrom    string // where --shard auto found Shard (the scheduler's variables); "" otherwise
 	SkipExisting bool
 	Progress     Progress
 	// ProgressInterval spaces plain progress lines (ProgressInterval).
@@ -64,10 +65,11 @@ type Record struct {
 // Summary is the end of a batch. With --json it is also the last record,
 // told from the files' records by "summary": true.
 type Summary struct {
-	IsSummary bool    `json:"summary"` // always true
-	Shard     string  `json:"shard"`   // "K/N", or "" for the whole list
-	Total     int     `json:"total"`   // files in the whole list, before --shard
-	Files     int     `json:"files"`   // files of this shard
+	IsSummary bool    `json:"summary"`    // always true
+	Shard     string  `json:"shard"`      // "K/N", or "" for the whole list
+	ShardFrom string  `json:"shard_from"` // --shard auto: the scheduler's variables it came from; "" otherwise
+	Total     int     `json:"total"`      // files in the whole list, before --shard
+	Files     int     `json:"files"`      // files of this shard
 	Done      int     `json:"done"`
 	Skipped   int     `json:"skipped"`
 	Failed    int     `json:"failed"`
@@ -81,6 +83,9 @@ func (s *Summary) String() string {
 	head := ""
 	if s.Shard != "" {
 		head = fmt.Sprintf("shard %s (%d of %d files): ", s.Shard, s.Files, s.Total)
+		if s.ShardFrom != "" {
+			head = fmt.Sprintf("shard %s from %s (%d of %d files): ", s.Shard, s.ShardFrom, s.Files, s.Total)
+		}
 	} else {
 		head = fmt.Sprintf("%d files: ", s.Files)
 		if s.Files == 1 {
@@ -163,7 +168,7 @@ func Run(opts Options) (*Summary, error) {
 	wg.Wait()
 	r.rep.finish()
 
-	s := &Summary{IsSummary: true, Shard: opts.Shard.String(), Total: len(all), Files: len(mine),
+	s := &Summary{IsSummary: true, Shard: opts.Shard.String(), ShardFrom: opts.ShardFrom, Total: len(all), Files: len(mine),
 		Done: r.done, Skipped: r.skipped, Failed: r.failed, Bytes: r.bytes, Seconds: time.Since(start).Seconds()}
 	if opts.JSON != nil {
 		_ = json.NewEncoder(opts.JSON).Encode(s)
