@@ -56,6 +56,8 @@ func ShardFromSlurm(getenv func(string) string) (Shard, string, error) {
 		return bad("STEP must be at least 1")
 	case count < 1:
 		return bad("COUNT must be at least 1")
+	case haveMax && lo+(count-1)*step != hi:
+		return bad("MIN + (COUNT−1)·STEP is not MAX: the array is not one range with a step (such as --array=1,3,7); give --shard K/N")
 	case id < lo:
 		return bad("the task ID is below MIN")
 	case haveMax && id > hi:
@@ -64,8 +66,6 @@ func ShardFromSlurm(getenv func(string) string) (Shard, string, error) {
 		return bad("the task ID is not MIN plus a multiple of STEP")
 	case (id-lo)/step >= count:
 		return bad("the task ID is past MIN + (COUNT−1)·STEP")
-	case haveMax && lo+(count-1)*step != hi:
-		return bad("MIN + (COUNT−1)·STEP is not MAX: the array is not one range with a step (such as --array=1,3,7); give --shard K/N")
 	}
 	return Shard{K: (id - lo) / step, N: count}, from, nil
 }
