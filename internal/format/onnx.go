@@ -8,12 +8,12 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"google.golang.org/protobuf/encoding/protowire"
+	"github.com/depthspace/depthspace/internal/format/pbwire"
 )
 
 // ONNX TensorProto files: the .pb files of ONNX test_data_set directories
 // (onnx.proto, message TensorProto). The wire format is read with
-// protowire, field by field, strictly: every length is checked against the
+// the protobuf wire format (package pbwire), field by field, strictly: every length is checked against the
 // input before it is used, and the data is allocated only after its size
 // has been checked against the values the file actually holds.
 //
@@ -91,7 +91,7 @@ type span struct {
 
 type typedField struct {
 	name  string
-	wire  protowire.Type // the unpacked wire type
+	wire  pbwire.Type // the unpacked wire type
 	spans []span
 }
 
@@ -102,18 +102,18 @@ func DecodeONNX(b []byte) (*ONNXTensor, error) {
 	var haveType, haveRaw bool
 	var raw []byte
 	rawOff := 0
-	typed := map[protowire.Number]*typedField{
-		tpFloatData:  {name: "float_data", wire: protowire.Fixed32Type},
-		tpInt32Data:  {name: "int32_data", wire: protowire.VarintType},
-		tpInt64Data:  {name: "int64_data", wire: protowire.VarintType},
-		tpDoubleData: {name: "double_data", wire: protowire.Fixed64Type},
-		tpUint64Data: {name: "uint64_data", wire: protowire.VarintType},
+	typed := map[pbwire.Number]*typedField{
+		tpFloatData:  {name: "float_data", wire: pbwire.Fixed32Type},
+		tpInt32Data:  {name: "int32_data", wire: pbwire.VarintType},
+		tpInt64Data:  {name: "int64_data", wire: pbwire.VarintType},
+		tpDoubleData: {name: "double_data", wire: pbwire.Fixed64Type},
+		tpUint64Data: {name: "uint64_data", wire: pbwire.VarintType},
 	}
 	off := 0
 	for off < len(b) {
-		num, typ, n := protowire.ConsumeTag(b[off:])
+		num, typ, n := pbwire.ConsumeTag(b[off:])
 		if n < 0 {
-			return nil, onnxErr(off, "malformed field tag (%v); is this an ONNX TensorProto?", protowire.ParseError(n))
+			return nil, onnxErr(off, "malformed field tag (%v); is this an ONNX TensorProto?", pbwire.ParseError(n))
 		}
 		at := off
 		off += n
@@ -124,8 +124,8 @@ func DecodeONNX(b []byte) (*ONNXTensor, error) {
 		switch num {
 		case tpDims:
 			switch typ {
-			case protowire.VarintType:
-				v, m := protowire.ConsumeVarint(rest)
+			case pbwire.VarintType:
+				v, m := pbwire.ConsumeVarint(rest)
 				if m < 0 {
 					return nil, onnxErr(off, "malformed dims value")
 				}
@@ -135,13 +135,13 @@ func DecodeONNX(b []byte) (*ONNXTensor, error) {
 				}
 				dims = append(dims, d)
 				off += m
-			case protowire.BytesType:
-				v, m := protowire.ConsumeBytes(rest)
+			case pbwire.BytesType:
+				v, m := pbwire.ConsumeBytes(rest)
 				if m < 0 {
 					return nil, onnxErr(off, "dims: length runs past the end of the file")
 				}
 				for p := 0; p < len(v); {
-					x, k := protowire.ConsumeVarint(v[p:])
+					x, k := pbwire.ConsumeVarint(v[p:])
 					if k < 0 {
 						return nil, onnxErr(off, "malformed packed dims")
 					}
@@ -157,13 +157,13 @@ func DecodeONNX(b []byte) (*ONNXTensor, error) {
 				return nil, wrong("varint")
 			}
 		case tpDataType:
-			if typ != protowire.VarintType {
+			if typ != pbwire.VarintType {
 				return nil, wrong("varint")
 			}
 			if haveType {
 				return nil, onnxErr(at, "data_type appears twice")
 			}
-			v, m := protowire.ConsumeVarint(rest)
+			v, m := pbwire.ConsumeVarint(rest)
 			if m < 0 {
 				return nil, onnxErr(off, "malformed data_type")
 			}
@@ -173,10 +173,10 @@ func DecodeONNX(b []byte) (*ONNXTensor, error) {
 			t.DataType, haveType = int32(v), true
 			off += m
 		case tpRawData, tpName, tpSegment, tpStringData, tpExternalData:
-			if typ != protowire.BytesType {
+			if typ != pbwire.BytesType {
 				return nil, wrong("length-delimited")
 			}
-			v, m := protowire.ConsumeBytes(rest)
+			v, m := pbwire.ConsumeBytes(rest)
 			if m < 0 {
 				return nil, onnxErr(at, "field %d: length runs past the end of the file", num)
 			}
@@ -203,15 +203,15 @@ func DecodeONNX(b []byte) (*ONNXTensor, error) {
 		case tpFloatData, tpInt32Data, tpInt64Data, tpDoubleData, tpUint64Data:
 			f := typed[num]
 			switch typ {
-			case protowire.BytesType:
-				v, m := protowire.ConsumeBytes(rest)
+			case pbwire.BytesType:
+				v, m := pbwire.ConsumeBytes(rest)
 				if m < 0 {
 					return nil, onnxErr(at, "%s: length runs past the end of the file", f.name)
 				}
 				f.spans = append(f.spans, span{v, off + m - len(v)})
 				off += m
 			case f.wire:
-				m := protowire.ConsumeFieldValue(num, typ, rest)
+				m := pbwire.ConsumeFieldValue(num, typ, rest)
 				if m < 0 {
 					return nil, onnxErr(off, "malformed %s value", f.name)
 				}
@@ -221,10 +221,10 @@ func DecodeONNX(b []byte) (*ONNXTensor, error) {
 				return nil, wrong("the type of " + f.name)
 			}
 		case tpDataLocation:
-			if typ != protowire.VarintType {
+			if typ != pbwire.VarintType {
 				return nil, wrong("varint")
 			}
-			v, m := protowire.ConsumeVarint(rest)
+			v, m := pbwire.ConsumeVarint(rest)
 			if m < 0 {
 				return nil, onnxErr(off, "malformed data_location")
 			}
@@ -234,9 +234,9 @@ func DecodeONNX(b []byte) (*ONNXTensor, error) {
 			off += m
 		default:
 			// doc_string, metadata_props and fields of newer versions.
-			m := protowire.ConsumeFieldValue(num, typ, rest)
+			m := pbwire.ConsumeFieldValue(num, typ, rest)
 			if m < 0 {
-				return nil, onnxErr(at, "malformed field %d (%v); is this an ONNX TensorProto?", num, protowire.ParseError(m))
+				return nil, onnxErr(at, "malformed field %d (%v); is this an ONNX TensorProto?", num, pbwire.ParseError(m))
 			}
 			off += m
 		}
@@ -262,7 +262,7 @@ func DecodeONNX(b []byte) (*ONNXTensor, error) {
 		return nil, onnxErr(-1, "dims [%s] of %s are too large", ShapeString(dims), info.name)
 	}
 	// Which typed field holds this type's values, and how many per element.
-	field, per := protowire.Number(0), 1
+	field, per := pbwire.Number(0), 1
 	switch info.name {
 	case "FLOAT":
 		field = tpFloatData
@@ -333,20 +333,20 @@ func onnxDim(v uint64, off, i int) (int, error) {
 func externalLocation(b []byte) string {
 	var key, value string
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := pbwire.ConsumeTag(b)
 		if n < 0 {
 			return "?"
 		}
 		b = b[n:]
-		if typ != protowire.BytesType {
-			m := protowire.ConsumeFieldValue(num, typ, b)
+		if typ != pbwire.BytesType {
+			m := pbwire.ConsumeFieldValue(num, typ, b)
 			if m < 0 {
 				return "?"
 			}
 			b = b[m:]
 			continue
 		}
-		v, m := protowire.ConsumeBytes(b)
+		v, m := pbwire.ConsumeBytes(b)
 		if m < 0 {
 			return "?"
 		}
@@ -369,12 +369,12 @@ func (f *typedField) count() (int64, error) {
 	var n int64
 	for _, s := range f.spans {
 		switch f.wire {
-		case protowire.Fixed32Type:
+		case pbwire.Fixed32Type:
 			if len(s.b)%4 != 0 {
 				return 0, onnxErr(s.off, "%s: %d bytes is not a whole number of 4-byte values", f.name, len(s.b))
 			}
 			n += int64(len(s.b) / 4)
-		case protowire.Fixed64Type:
+		case pbwire.Fixed64Type:
 			if len(s.b)%8 != 0 {
 				return 0, onnxErr(s.off, "%s: %d bytes is not a whole number of 8-byte values", f.name, len(s.b))
 			}
@@ -399,13 +399,13 @@ func (f *typedField) decode(dst []byte, typeName string, size int) error {
 	at := 0
 	for _, s := range f.spans {
 		switch f.wire {
-		case protowire.Fixed32Type, protowire.Fixed64Type:
+		case pbwire.Fixed32Type, pbwire.Fixed64Type:
 			// IEEE floats, already little-endian on the wire.
 			at += copy(dst[at:], s.b)
 			continue
 		}
 		for p := 0; p < len(s.b); {
-			v, k := protowire.ConsumeVarint(s.b[p:])
+			v, k := pbwire.ConsumeVarint(s.b[p:])
 			if k < 0 {
 				return onnxErr(s.off+p, "%s: malformed varint", f.name)
 			}
@@ -501,17 +501,17 @@ func ONNXPreamble(h Header, name string) ([]byte, error) {
 	}
 	var b []byte
 	for _, d := range h.Shape {
-		b = protowire.AppendTag(b, tpDims, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(d))
+		b = pbwire.AppendTag(b, tpDims, pbwire.VarintType)
+		b = pbwire.AppendVarint(b, uint64(d))
 	}
-	b = protowire.AppendTag(b, tpDataType, protowire.VarintType)
-	b = protowire.AppendVarint(b, uint64(code))
+	b = pbwire.AppendTag(b, tpDataType, pbwire.VarintType)
+	b = pbwire.AppendVarint(b, uint64(code))
 	if name != "" {
-		b = protowire.AppendTag(b, tpName, protowire.BytesType)
-		b = protowire.AppendString(b, name)
+		b = pbwire.AppendTag(b, tpName, pbwire.BytesType)
+		b = pbwire.AppendString(b, name)
 	}
-	b = protowire.AppendTag(b, tpRawData, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(size))
+	b = pbwire.AppendTag(b, tpRawData, pbwire.BytesType)
+	b = pbwire.AppendVarint(b, uint64(size))
 	return b, nil
 }
 
