@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/depthspace/depthspace/internal/batch"
 	"github.com/depthspace/depthspace/internal/format"
 	"github.com/depthspace/depthspace/internal/ops"
 	"github.com/depthspace/depthspace/internal/pipeline"
@@ -25,7 +27,7 @@ type infoFlags struct {
 func newInfoCmd(s *streams) *cobra.Command {
 	f := &infoFlags{}
 	cmd := &cobra.Command{
-		Use:   "info [flags] INPUT...",
+		Use:   "info [flags] INPUT|DIR...",
 		Short: "Describe tensor files: shape, dtype, order and sizes",
 		Long: `Describe tensor files: shape, dtype (numpy name and npy descr), byte
 order, C or Fortran order, npy version, header, data and file bytes, and
@@ -35,6 +37,11 @@ once (a JSON input is decoded).
 With -b BLOCK, also say for space-to-depth and depth-to-space, in both
 orders (dcr, crd) and both layouts (nchw, nhwc), whether the operation is
 possible on the input and the shape of its result, or why not.
+
+A directory is walked as a batch walks it (recursively, symbolic links
+followed, tensor files by extension, sorted by relative path) and each
+tensor under it is described on one line: path, format, dtype, shape,
+order (C or F) and data bytes.
 
 An npz archive is described member by member. --json prints one JSON
 array with one object per tensor (per input, or per npz member), in the
@@ -47,6 +54,10 @@ described; the exit status is then 2.`,
 
   # Several inputs at once, for a script; --dtype and --shape describe raw data
   depthspace info --json a.npy b.raw --dtype f4 --shape 1,8,2,3
+
+  # Every tensor under a tree, one line each (or one JSON object each)
+  depthspace info data/
+  depthspace info --json data/ | jq -r '.[] | select(.dtype != "float32") | .path'
 
   # Which operations are possible with block 2, and their result shapes
   depthspace info -b 2 x.npy`,
@@ -61,7 +72,7 @@ described; the exit status is then 2.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.BoolVar(&f.json, "json", false, "print a JSON array, one object per input (per npz member)")
+	fl.BoolVar(&f.json, "json", false, "print a JSON array, one object per input (per npz member, per file of a DIR)")
 	fl.StringVarP(&f.block, "block", "b", "", "also tell which operations are possible with this block (2 or 2x3)")
 	fl.StringVar(&f.from, "from", "", "input format: npy, raw or json (default: by extension, then by content)")
 	fl.StringVar(&f.dtype, "dtype", "", "element type of raw input or a bare JSON array (float32, f4, FLOAT16, ...)")
@@ -104,28 +115,67 @@ func runInfo(f *infoFlags, args []string, s *streams) error {
 	}
 	var entries []any
 	var failed error
-	for i, path := range args {
-		infos, err := pipeline.Describe(pipeline.Source{Path: path, From: from, DType: f.dtype, Shape: f.shape, Stdin: s.in}, block)
-		if err != nil {
-			// Report it and go on; run prints the last failure itself.
-			if failed != nil {
-				fmt.Fprintln(s.err, "depthspace: "+oneLine(failed.Error()))
+	fail := func(path string, err error) {
+		// Report it and go on; run prints the last failure itself.
+		if failed != nil {
+			fmt.Fprintln(s.err, "depthspace: "+oneLine(failed.Error()))
+		}
+		failed = err
+		msg := err
+		var pe *pipeline.PathError
+		if errors.As(err, &pe) {
+			path, msg = pe.Path, pe.Err
+		}
+		entries = append(entries, infoError{Path: path, Error: oneLine(msg.Error())})
+	}
+	printed := false
+	for _, path := range args {
+		if path != "-" && isDir(path) {
+			// A tree: one line per tensor file (per npz member).
+			files, err := batch.Files(path)
+			if err != nil {
+				fail(path, err)
+				continue
 			}
-			failed = err
-			msg := err
-			var pe *pipeline.PathError
-			if errors.As(err, &pe) {
-				msg = pe.Err
+			if printed && !f.json && len(files) > 0 {
+				fmt.Fprintln(s.out)
 			}
-			entries = append(entries, infoError{Path: path, Error: oneLine(msg.Error())})
+			tw := tabwriter.NewWriter(s.out, 0, 0, 2, ' ', 0)
+			for _, file := range files {
+				if file.Err != nil {
+					fail(file.Path, file.Err)
+					continue
+				}
+				infos, err := pipeline.Describe(pipeline.Source{Path: file.Path, From: from, DType: f.dtype, Shape: f.shape}, block)
+				if err != nil {
+					fail(file.Path, err)
+					continue
+				}
+				for _, info := range infos {
+					entries = append(entries, info)
+					if !f.json {
+						writeInfoLine(tw, info)
+					}
+				}
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			printed = printed || len(files) > 0
 			continue
 		}
-		for j, info := range infos {
+		infos, err := pipeline.Describe(pipeline.Source{Path: path, From: from, DType: f.dtype, Shape: f.shape, Stdin: s.in}, block)
+		if err != nil {
+			fail(path, err)
+			continue
+		}
+		for _, info := range infos {
 			entries = append(entries, info)
 			if !f.json {
-				if i > 0 || j > 0 {
+				if printed {
 					fmt.Fprintln(s.out)
 				}
+				printed = true
 				if err := writeInfo(s.out, info); err != nil {
 					return err
 				}
@@ -138,6 +188,29 @@ func runInfo(f *infoFlags, args []string, s *streams) error {
 		}
 	}
 	return failed
+}
+
+// isDir says whether path names a directory (following symbolic links).
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
+// writeInfoLine prints one tensor of a tree as a line of columns: path
+// (and npz member), format, dtype, shape, order, data bytes.
+func writeInfoLine(tw io.Writer, in *pipeline.Info) {
+	name := in.Path
+	if in.Name != "" {
+		name += ":" + in.Name
+	}
+	kind := in.Format
+	if in.NpyVersion != "" && in.Format == "npy" {
+		kind += " " + in.NpyVersion
+	}
+	if in.Compressed {
+		kind += " deflated"
+	}
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d bytes\n", name, kind, in.DType, format.ShapeString(in.Shape), in.Order, in.DataBytes)
 }
 
 // writeJSON prints v as one line of JSON, as encoding/json marshals it

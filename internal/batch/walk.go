@@ -224,3 +224,25 @@ func unwrap(err error) error {
 	}
 	return err
 }
+
+// Files lists the tensor files under dir the way a batch finds them
+// (recursively, symbolic links followed, by extension, in byte-wise order
+// of their relative paths), for `info DIR`. A problem met on the way (a
+// loop, an unreadable directory) is an entry with Err set.
+func Files(dir string) ([]File, error) {
+	items, err := list([]string{dir}, "", nil, "")
+	if err != nil {
+		return nil, err
+	}
+	files := make([]File, len(items))
+	for i, it := range items {
+		files[i] = File{Path: it.input, Err: it.err}
+	}
+	return files, nil
+}
+
+// File is one entry of Files.
+type File struct {
+	Path string
+	Err  error
+}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"os"
 	"strconv"
 
 	"github.com/depthspace/depthspace/internal/format"
@@ -54,6 +55,12 @@ type OpInfo struct {
 // stored npz file is mapped and its size checked, never touched (JSON and
 // ONNX inputs are decoded, once; deflated npz members are inflated).
 func Describe(src Source, block ops.Block) ([]*Info, error) {
+	if info, ok, err := describeNpyHeader(src, block); ok {
+		if err != nil {
+			return nil, pathErr(src.Path, err)
+		}
+		return []*Info{info}, nil
+	}
 	ts, err := LoadAll(src)
 	if err != nil {
 		return nil, err
@@ -64,6 +71,66 @@ func Describe(src Source, block ops.Block) ([]*Info, error) {
 		out[i] = describe(src.Path, t, block)
 	}
 	return out, nil
+}
+
+// npyHeadBytes is how much of an npy file info reads: numpy pads headers
+// to 64 bytes and ours of 1 MiB or more to 4096.
+const npyHeadBytes = 16 << 10
+
+// describeNpyHeader describes an npy file from its header alone: the
+// first 16 KiB are read (one pread) and the data's size is
+// taken from the file's size, so a file of any size costs the same and
+// its data is never read, mapped or paged in. ok is false for anything
+// that is not a regular file in npy format, which Describe then loads.
+func describeNpyHeader(src Source, block ops.Block) (info *Info, ok bool, err error) {
+	if src.Path == "-" || (src.From != "" && src.From != format.KindNpy) || format.ExtensionError(src.Path) != nil {
+		return nil, false, nil
+	}
+	kind := src.From
+	if kind == "" {
+		kind = format.KindByExtension(src.Path)
+	}
+	if kind != "" && kind != format.KindNpy {
+		return nil, false, nil
+	}
+	f, err := os.Open(src.Path)
+	if err != nil {
+		return nil, false, nil // Load says why, in its words
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, false, nil
+	}
+	// One read of the file's start holds the header of any ordinary npy
+	// file; anything else (a longer header, a malformed one) is left to
+	// Load, so that its errors read exactly as for every other command.
+	head := make([]byte, min(fi.Size(), npyHeadBytes))
+	if _, err := f.ReadAt(head, 0); err != nil {
+		return nil, false, nil
+	}
+	npy, err := format.ParseNpy(head)
+	if err != nil || (kind == "" && format.Sniff(head) != format.KindNpy) {
+		return nil, false, nil
+	}
+	var want *format.DType
+	if src.DType != "" {
+		dt, err := format.ParseDType(src.DType)
+		if err != nil {
+			return nil, true, err
+		}
+		want = &dt
+	}
+	var shape []int
+	if src.Shape != "" {
+		if shape, err = format.ParseShape(src.Shape); err != nil {
+			return nil, true, err
+		}
+	}
+	if err := checkNpy(&npy, fi.Size(), want, shape); err != nil {
+		return nil, true, err
+	}
+	return describe(src.Path, &Tensor{Header: npy.Header, Kind: format.KindNpy, Npy: &npy}, block), true, nil
 }
 
 func describe(path string, t *Tensor, block ops.Block) *Info {

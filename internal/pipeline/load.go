@@ -229,23 +229,8 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 		if err != nil {
 			return nil, err
 		}
-		size := npy.DataBytes()
-		have := int64(len(in.Data)) - npy.DataOffset
-		switch {
-		case have < size:
-			return nil, fmt.Errorf("truncated: the header describes %d data bytes (shape %s, %s) but the file has %d", size, format.ShapeString(npy.Shape), npy.DType, have)
-		case have > size:
-			return nil, fmt.Errorf("%d bytes beyond the %d data bytes the header describes (shape %s, %s)", have-size, size, format.ShapeString(npy.Shape), npy.DType)
-		}
-		if want != nil {
-			dt, err := want.Reinterpret(npy.DType)
-			if err != nil {
-				return nil, err
-			}
-			npy.DType = dt
-		}
-		if shape != nil && format.ShapeString(shape) != format.ShapeString(npy.Shape) {
-			return nil, fmt.Errorf("--shape %s does not match the file's shape %s", format.ShapeString(shape), format.ShapeString(npy.Shape))
+		if err := checkNpy(&npy, int64(len(in.Data)), want, shape); err != nil {
+			return nil, err
 		}
 		t.Header, t.Npy = npy.Header, &npy
 		t.Data = in.Data[npy.DataOffset:]
@@ -291,6 +276,31 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 		return nil, fmt.Errorf("unknown format %q", kind)
 	}
 	return t, nil
+}
+
+// checkNpy checks that an npy file of fileBytes holds exactly the data its
+// header describes, and applies --dtype (a reinterpretation of the same
+// bytes) and --shape (which must match).
+func checkNpy(npy *format.Npy, fileBytes int64, want *format.DType, shape []int) error {
+	size := npy.DataBytes()
+	have := fileBytes - npy.DataOffset
+	switch {
+	case have < size:
+		return fmt.Errorf("truncated: the header describes %d data bytes (shape %s, %s) but the file has %d", size, format.ShapeString(npy.Shape), npy.DType, have)
+	case have > size:
+		return fmt.Errorf("%d bytes beyond the %d data bytes the header describes (shape %s, %s)", have-size, size, format.ShapeString(npy.Shape), npy.DType)
+	}
+	if want != nil {
+		dt, err := want.Reinterpret(npy.DType)
+		if err != nil {
+			return err
+		}
+		npy.DType = dt
+	}
+	if shape != nil && format.ShapeString(shape) != format.ShapeString(npy.Shape) {
+		return fmt.Errorf("--shape %s does not match the file's shape %s", format.ShapeString(shape), format.ShapeString(npy.Shape))
+	}
+	return nil
 }
 
 // loadStream reads the npy header (or takes the raw description) of
