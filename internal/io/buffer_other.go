@@ -2,5 +2,6 @@
 
 package fileio
 
-// Buffer returns n bytes for a reused work buffer.
-func Buffer(n int) []byte { return make([]byte, n) }
+func newBuffer(n int) []byte { return heapBuffer(n) }
+
+func releaseBuffer([]byte) {} // the garbage collector's

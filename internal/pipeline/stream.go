@@ -119,7 +119,9 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 	n := ck.Len()
 	if seqIn || seqOut {
 		// In order, one chunk at a time, the kernel on every thread.
-		src, dst := fileio.Buffer(ck.MaxBytes()), fileio.Buffer(ck.MaxBytes())
+		src, dst := fileio.GetBuffer(ck.MaxBytes()), fileio.GetBuffer(ck.MaxBytes())
+		defer fileio.PutBuffer(src)
+		defer fileio.PutBuffer(dst)
 		for i := 0; i < n; i++ {
 			if err := doChunk(ck, i, in, out, base, src, dst, threads, progress); err != nil {
 				return err
@@ -140,7 +142,9 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 	var failed atomic.Bool
 	errs := make([]error, workers)
 	worker := func(w int) {
-		src, dst := fileio.Buffer(ck.MaxBytes()), fileio.Buffer(ck.MaxBytes())
+		src, dst := fileio.GetBuffer(ck.MaxBytes()), fileio.GetBuffer(ck.MaxBytes())
+		defer fileio.PutBuffer(src)
+		defer fileio.PutBuffer(dst)
 		for !failed.Load() {
 			i := int(next.Add(1) - 1)
 			if i >= n {

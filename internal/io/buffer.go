@@ -1,0 +1,74 @@
+package fileio
+
+import "sync"
+
+// Work buffers (a chunk's input and output, a small file's bytes) are
+// taken with GetBuffer and handed back with PutBuffer, so that a batch of
+// thousands of files reuses the same few buffers instead of allocating
+// new ones per file: memory then grows with neither the number nor the
+// size of the files, and the garbage collector has nothing to collect.
+//
+// Buffers handed back are kept while their total stays under poolBytes,
+// enough for every worker's pair of chunk buffers at the default chunk
+// sizes; the rest are released to the system at once (unmapped).
+const poolBytes = 32 << 20
+
+// minBufferBytes is the smallest buffer made: smaller requests share the
+// size class, so a batch of small files of different sizes reuses them.
+const minBufferBytes = 64 << 10
+
+var pool struct {
+	sync.Mutex
+	free []([]byte) // full capacity
+	held int        // bytes in free
+}
+
+// GetBuffer returns a buffer of n bytes (contents undefined), reused when
+// one that is large enough was handed back.
+func GetBuffer(n int) []byte {
+	pool.Lock()
+	best := -1
+	for i, b := range pool.free {
+		if cap(b) >= n && (best < 0 || cap(b) < cap(pool.free[best])) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		b := pool.free[best]
+		last := len(pool.free) - 1
+		pool.free[best] = pool.free[last]
+		pool.free[last] = nil
+		pool.free = pool.free[:last]
+		pool.held -= cap(b)
+		pool.Unlock()
+		return b[:n]
+	}
+	pool.Unlock()
+	return newBuffer(n)[:n]
+}
+
+// PutBuffer hands b (from GetBuffer) back; b must not be used after.
+func PutBuffer(b []byte) {
+	if cap(b) == 0 {
+		return
+	}
+	b = b[:cap(b)]
+	pool.Lock()
+	if pool.held+cap(b) <= poolBytes {
+		pool.free = append(pool.free, b)
+		pool.held += cap(b)
+		pool.Unlock()
+		return
+	}
+	pool.Unlock()
+	releaseBuffer(b)
+}
+
+// heapBuffer is a buffer from the Go heap, rounded up to a size class.
+func heapBuffer(n int) []byte {
+	size := minBufferBytes
+	for size < n {
+		size *= 2
+	}
+	return make([]byte, size)
+}

@@ -1,0 +1,119 @@
+package fileio
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"unsafe"
+)
+
+func resetPool() {
+	pool.Lock()
+	for _, b := range pool.free {
+		releaseBuffer(b)
+	}
+	pool.free, pool.held = nil, 0
+	pool.Unlock()
+}
+
+// A buffer handed back is the one handed out next, for any request it can
+// hold; the pool never keeps more than poolBytes.
+func TestBufferReuse(t *testing.T) {
+	resetPool()
+	defer resetPool()
+	for _, n := range []int{100, 70 << 10, 1 << 20, 3 << 20, 5<<20 + 7} {
+		a := GetBuffer(n)
+		if len(a) != n || cap(a) < n {
+			t.Fatalf("GetBuffer(%d): len %d cap %d", n, len(a), cap(a))
+		}
+		a[n-1] = 1
+		PutBuffer(a)
+		b := GetBuffer(n - 1)
+		if unsafe.SliceData(a) != unsafe.SliceData(b) || len(b) != n-1 {
+			t.Errorf("GetBuffer(%d) after PutBuffer of %d bytes did not reuse it", n-1, n)
+		}
+		PutBuffer(b)
+	}
+	// Many files, each taking two chunk buffers: the pool settles on two.
+	for i := 0; i < 1000; i++ {
+		a, b := GetBuffer(4<<20), GetBuffer(4<<20)
+		PutBuffer(a)
+		PutBuffer(b)
+	}
+	pool.Lock()
+	held := pool.held
+	pool.Unlock()
+	if held > poolBytes {
+		t.Errorf("the pool holds %d bytes, more than %d", held, poolBytes)
+	}
+	// More handed back at once than the pool keeps: the rest released.
+	var bufs [][]byte
+	for i := 0; i < 3*poolBytes/(4<<20); i++ {
+		bufs = append(bufs, GetBuffer(4<<20))
+	}
+	for _, b := range bufs {
+		PutBuffer(b)
+	}
+	pool.Lock()
+	held = pool.held
+	pool.Unlock()
+	if held > poolBytes {
+		t.Errorf("the pool holds %d bytes, more than %d", held, poolBytes)
+	}
+}
+
+// Goroutines taking and returning buffers never share one (-race).
+func TestBufferConcurrent(t *testing.T) {
+	resetPool()
+	defer resetPool()
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				n := (g + 1) * (100 << 10) * (1 + i%3)
+				b := GetBuffer(n)
+				for j := range b {
+					b[j] = byte(g)
+				}
+				for j := range b {
+					if b[j] != byte(g) {
+						t.Errorf("buffer written by another goroutine")
+						return
+					}
+				}
+				PutBuffer(b)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// A small file is read whole, exactly, into a pooled buffer that Close
+// hands back.
+func TestOpenSmallFileReadWhole(t *testing.T) {
+	dir := t.TempDir()
+	for _, size := range []int{1, 4095, 64 << 10, 64<<10 + 1, smallFile - 1} {
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(i * 7)
+		}
+		p := filepath.Join(dir, "f")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		in, err := Open(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(in.Data) != string(data) || in.Mapped || !in.pooled {
+			t.Fatalf("size %d: read %d bytes (mapped %v, pooled %v)", size, len(in.Data), in.Mapped, in.pooled)
+		}
+		in.Close()
+		if in.Data != nil {
+			t.Errorf("size %d: Data kept after Close", size)
+		}
+	}
+}
