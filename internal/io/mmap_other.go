@@ -13,7 +13,7 @@ func mapReadOnly(f *os.File, size int64) ([]byte, func() error, error) {
 	return nil, nil, errNoMmap
 }
 
-func mapReadWrite(f *os.File, size int64) ([]byte, func() error, error) {
+func mapReadWrite(f *os.File, off, size int64) ([]byte, func() error, error) {
 	return nil, nil, errNoMmap
 }
 

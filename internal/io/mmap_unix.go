@@ -22,16 +22,19 @@ func mapReadOnly(f *os.File, size int64) ([]byte, func() error, error) {
 	return b, func() error { return syscall.Munmap(b) }, nil
 }
 
-// mapReadWrite maps a file we created for writing its result in place.
-func mapReadWrite(f *os.File, size int64) ([]byte, func() error, error) {
-	if int64(int(size)) != size {
+// mapReadWrite maps size bytes of a file from off, for writing a result
+// in place. A mapping starts on a page: the bytes before off in that page
+// are mapped too and left out of the slice.
+func mapReadWrite(f *os.File, off, size int64) ([]byte, func() error, error) {
+	lead := off % int64(os.Getpagesize())
+	if int64(int(size+lead)) != size+lead {
 		return nil, nil, syscall.EFBIG
 	}
-	b, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	b, err := syscall.Mmap(int(f.Fd()), off-lead, int(size+lead), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		return nil, nil, err
 	}
-	return b, func() error { return syscall.Munmap(b) }, nil
+	return b[lead:], func() error { return syscall.Munmap(b) }, nil
 }
 
 func umask() os.FileMode {

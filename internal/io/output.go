@@ -28,6 +28,10 @@ type Output struct {
 	unmap  func() error
 	closer io.Closer // a device or FIFO opened as a stream
 	done   bool
+	// A standard output that is a regular file is written in place, by
+	// position, from base (its offset when the run started); see
+	// stdout_linux.go.
+	stdout *stdoutFile
 }
 
 var filePerm = 0o666 &^ umask()
@@ -35,6 +39,9 @@ var filePerm = 0o666 &^ umask()
 // Create starts an output. "-" writes to stdout.
 func Create(name string, stdout io.Writer) (*Output, error) {
 	if name == "-" {
+		if o, err := openStdoutFile(stdout); o != nil || err != nil {
+			return o, err
+		}
 		return &Output{Name: name, w: stdout}, nil
 	}
 	dir := filepath.Dir(name)
@@ -101,6 +108,11 @@ func isDescriptorPath(name string) bool {
 func (o *Output) IsFile() bool { return o.f != nil }
 
 func (o *Output) Write(p []byte) (int, error) {
+	if o.stdout != nil {
+		n, err := o.WriteAt(p, o.stdout.pos)
+		o.stdout.pos += int64(n)
+		return n, err
+	}
 	n, err := o.w.Write(p)
 	if err != nil {
 		err = unwrapPath(err)
@@ -113,6 +125,10 @@ func (o *Output) Write(p []byte) (int, error) {
 func (o *Output) WriteAt(p []byte, off int64) (int, error) {
 	if o.f == nil {
 		return 0, errors.New("standard output cannot be written at an offset")
+	}
+	if o.stdout != nil {
+		o.stdout.wrote(off + int64(len(p)))
+		off += o.stdout.base
 	}
 	n, err := o.f.WriteAt(p, off)
 	if err != nil {
@@ -130,7 +146,11 @@ func (o *Output) Reserve(size int64) error {
 	if o.f == nil {
 		return nil
 	}
-	if err := fallocate(o.f, size); err != nil {
+	if o.stdout != nil {
+		// Reserved, not truncated: bytes past our end are not ours.
+		return unwrapPath(fallocate(o.f, o.stdout.base, size))
+	}
+	if err := fallocate(o.f, 0, size); err != nil {
 		return unwrapPath(err)
 	}
 	return unwrapPath(o.f.Truncate(size))
@@ -142,17 +162,21 @@ func (o *Output) Map(size int64) ([]byte, error) {
 	if o.f == nil {
 		return nil, errors.New("standard output cannot be mapped")
 	}
-	if err := o.f.Truncate(size); err != nil {
+	base := int64(0)
+	if o.stdout != nil {
+		base = o.stdout.base
+		o.stdout.wrote(size)
+	} else if err := o.f.Truncate(size); err != nil {
 		return nil, unwrapPath(err)
 	}
-	if err := fallocate(o.f, size); err != nil {
+	if err := fallocate(o.f, base, size); err != nil {
 		// A full disk shows up here rather than as SIGBUS on a mapped page.
 		return nil, unwrapPath(err)
 	}
 	if size == 0 {
 		return nil, nil
 	}
-	b, unmap, err := mapReadWrite(o.f, size)
+	b, unmap, err := mapReadWrite(o.f, base, size)
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +205,9 @@ func (o *Output) Commit() error {
 		err = o.unmap()
 		o.unmap = nil
 	}
+	if o.stdout != nil {
+		return o.stdout.commit(o.f, err)
+	}
 	if cerr := o.f.Close(); err == nil {
 		err = cerr
 	}
@@ -204,7 +231,9 @@ func (o *Output) Abort() {
 	if o.unmap != nil {
 		_ = o.unmap()
 	}
-	if o.f != nil {
+	if o.stdout != nil {
+		o.stdout.abort(o.f)
+	} else if o.f != nil {
 		o.f.Close()
 		untrackRemove(o.tmp)
 	}
@@ -243,6 +272,22 @@ func untrack(name string) {
 	tempMu.Unlock()
 }
 
+// restores undo what a run wrote to a standard output that is a regular
+// file, if a signal ends the run (stdout_linux.go).
+var restores = map[*stdoutFile]func(){}
+
+func trackRestore(s *stdoutFile, f func()) {
+	tempMu.Lock()
+	restores[s] = f
+	tempMu.Unlock()
+}
+
+func untrackRestore(s *stdoutFile) {
+	tempMu.Lock()
+	delete(restores, s)
+	tempMu.Unlock()
+}
+
 func untrackRemove(name string) {
 	os.Remove(name)
 	untrack(name)
@@ -268,6 +313,9 @@ func handleSignals() {
 		tempMu.Lock() // held until exit: no new temp files from here on
 		for name := range temps {
 			os.Remove(name)
+		}
+		for _, restore := range restores {
+			restore()
 		}
 		code := 128
 		if s, ok := sig.(syscall.Signal); ok {

@@ -88,9 +88,9 @@ func (t *Tensor) file() (*os.File, int64) {
 	if t.input == nil || t.input.File == nil || t.Stream != nil || (t.Kind != format.KindNpy && t.Kind != format.KindRaw) {
 		return nil, 0
 	}
-	off := int64(0)
+	off := t.input.Base
 	if t.Npy != nil {
-		off = t.Npy.DataOffset
+		off += t.Npy.DataOffset
 	}
 	return t.input.File, off
 }
@@ -162,7 +162,7 @@ func LoadAll(src Source) ([]*Tensor, error) {
 }
 
 func load(src Source) (*Tensor, error) {
-	if src.Path == "-" && src.Stream {
+	if src.Path == "-" && src.Stream && !fileio.StdinIsFile(src.Stdin) {
 		t, err := loadStream(src)
 		var buffered errStdinBuffered
 		switch {
