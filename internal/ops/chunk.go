@@ -245,6 +245,5 @@ func (c *Chunker) Run(ch Chunk, dst, src []byte, threads int) error {
 	if ch.Bytes == 0 {
 		return nil
 	}
-	g := newGather(ch.count, stride, p.ElemSize, dst, src)
-	return g.run(dst, src, max(threads, 1), false)
+	return p.runParts(ch.count, stride, nil, dst, src, threads, false)
 }

@@ -24,8 +24,23 @@ func (p *Plan) Run(dst, src []byte, threads int) error {
 	if p.Bytes() == 0 {
 		return nil
 	}
-	g := newGather(p.dims, p.stride, p.ElemSize, dst, src)
-	return g.run(dst, src, max(threads, 1), true)
+	return p.runParts(p.dims, p.stride, nil, dst, src, threads, true)
+}
+
+// runParts runs the gather dims/stride (output dense in output order
+// unless ostride says otherwise), cut into the parts of the plan's block
+// order (blockorder.go), one after another.
+func (p *Plan) runParts(dims, stride, ostride []int, dst, src []byte, threads int, mayStream bool) error {
+	if ostride == nil {
+		ostride = denseStrides(dims, false)
+	}
+	for _, pt := range p.parts(dims, stride, ostride) {
+		g := newGather(pt, p.ElemSize, dst, src)
+		if err := g.run(dst, src, max(threads, 1), mayStream); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RunItems runs the plan for the batch items [first, first+count) only:
@@ -49,22 +64,31 @@ func (p *Plan) RunItems(dst, src []byte, first, count, threads int) error {
 	dims := append([]int(nil), p.dims...)
 	dims[0] = count
 	off := first * p.stride[0] * p.ElemSize
-	g := newGather(dims, p.stride, p.ElemSize, dst, src[off:])
-	return g.run(dst, src[off:], max(threads, 1), true)
+	return p.runParts(dims, p.stride, nil, dst, src[off:], threads, true)
+}
+
+// part is a gather with constant strides: output element
+// obase + Σ x[d]·ostride[d] comes from input element ibase + Σ x[d]·stride[d]
+// for every x below dims. A plan is one part, or several for a block order.
+type part struct {
+	dims, stride, ostride []int
+	ibase, obase          int
 }
 
 // gather is the simplified form the kernels execute: dims in output order,
-// each with its input stride, counted in units of `unit` bytes.
+// each with its input and output stride, counted in units of `unit` bytes.
+// The innermost dim has output stride 1.
 type gather struct {
-	dims, stride []int
-	unit         int
+	dims, stride, ostride []int
+	ibase, obase          int
+	unit                  int
 }
 
 // newGather simplifies a gather and chooses the machine word the kernels move.
 // Elements of 1, 2, 4, 8 and 16 bytes move as one word; any other size n
 // (S<n>, U<n>, V<n>) becomes an extra innermost axis of n/unit words, which
 // then merges with its neighbours wherever the bytes are contiguous.
-func newGather(dims, stride []int, elem int, dst, src []byte) gather {
+func newGather(pt part, elem int, dst, src []byte) gather {
 	unit := elem
 	switch elem {
 	case 1, 2, 4, 8, 16:
@@ -89,15 +113,16 @@ func newGather(dims, stride []int, elem int, dst, src []byte) gather {
 		unit = align
 	}
 	w := elem / unit
-	var g gather
-	g.unit = unit
-	for i, d := range dims {
+	g := gather{unit: unit, ibase: pt.ibase * w, obase: pt.obase * w}
+	for i, d := range pt.dims {
 		g.dims = append(g.dims, d)
-		g.stride = append(g.stride, stride[i]*w)
+		g.stride = append(g.stride, pt.stride[i]*w)
+		g.ostride = append(g.ostride, pt.ostride[i]*w)
 	}
 	if w > 1 {
 		g.dims = append(g.dims, w)
 		g.stride = append(g.stride, 1)
+		g.ostride = append(g.ostride, 1)
 	}
 	g.simplify()
 	return g
@@ -105,25 +130,33 @@ func newGather(dims, stride []int, elem int, dst, src []byte) gather {
 
 // simplify drops axes of extent 1 and merges neighbours that are contiguous
 // in the input as they are in the output, so that a copy of contiguous bytes
-// becomes one long run.
+// becomes one long run. The innermost dim then gets output stride 1: a
+// dim walked backwards is turned around, and where the innermost output
+// step is longer (a part of a block order) a dim of extent 1 is added.
 func (g *gather) simplify() {
-	var dims, stride []int
+	var dims, stride, ostride []int
 	for i, d := range g.dims {
 		if d == 1 {
 			continue
 		}
-		if n := len(dims); n > 0 && stride[n-1] == g.stride[i]*d {
+		if n := len(dims); n > 0 && stride[n-1] == g.stride[i]*d && ostride[n-1] == g.ostride[i]*d {
 			dims[n-1] *= d
-			stride[n-1] = g.stride[i]
+			stride[n-1], ostride[n-1] = g.stride[i], g.ostride[i]
 			continue
 		}
 		dims = append(dims, d)
 		stride = append(stride, g.stride[i])
+		ostride = append(ostride, g.ostride[i])
 	}
-	if len(dims) == 0 {
-		dims, stride = []int{1}, []int{1}
+	if n := len(dims); n > 0 && ostride[n-1] < 0 {
+		g.obase += (dims[n-1] - 1) * ostride[n-1]
+		g.ibase += (dims[n-1] - 1) * stride[n-1]
+		ostride[n-1], stride[n-1] = -ostride[n-1], -stride[n-1]
 	}
-	g.dims, g.stride = dims, stride
+	if n := len(dims); n == 0 || ostride[n-1] != 1 {
+		dims, stride, ostride = append(dims, 1), append(stride, 0), append(ostride, 1)
+	}
+	g.dims, g.stride, g.ostride = dims, stride, ostride
 }
 
 // work is how a gather is cut into pieces for goroutines. The innermost
@@ -145,12 +178,7 @@ type work struct {
 
 func (g gather) plan(threads int) work {
 	m := len(g.dims)
-	w := work{g: g, outStride: make([]int, m)}
-	acc := 1
-	for i := m - 1; i >= 0; i-- {
-		w.outStride[i] = acc
-		acc *= g.dims[i]
-	}
+	w := work{g: g, outStride: g.ostride}
 	// L is the input-contiguous axis. A whole dense tensor always has one;
 	// a batch slice of a Fortran-order tensor may not, and then the tile
 	// degenerates to strided rows along J.
@@ -181,7 +209,7 @@ func (g gather) plan(threads int) work {
 	// row per pass. Measured (BenchmarkKernel, -j 2, median of 3): W1 s2d went
 	// from 1.85x to 1.32x the time of a copy of the same bytes.
 	if w.l != w.j && g.stride[w.j] == w.tileL {
-		sort.SliceStable(w.outer, func(a, b int) bool { return g.stride[w.outer[a]] > g.stride[w.outer[b]] })
+		sort.SliceStable(w.outer, func(a, b int) bool { return abs(g.stride[w.outer[a]]) > abs(g.stride[w.outer[b]]) })
 	}
 	w.split = 1
 	// Enough pieces that two goroutines finishing at different times still
@@ -322,7 +350,7 @@ func execT[T any](w *work, dst, src []T, dstB, srcB []byte, a, b, part, parts in
 	g := &w.g
 	// Decompose a into outer indices.
 	idx := make([]int, len(w.outer))
-	bi, bo := 0, 0
+	bi, bo := g.ibase, g.obase
 	rem := a
 	for x := len(w.outer) - 1; x >= 0; x-- {
 		d := w.outer[x]
@@ -364,23 +392,24 @@ func execT[T any](w *work, dst, src []T, dstB, srcB []byte, a, b, part, parts in
 		switch {
 		case deint != nil:
 			t.scale(e)
-			deint(dstB[(bo+j0)*e:], tL*e, srcB[(bi+j0*sJ)*e:], j1-j0, &t)
+			deint(dstB, (bo+j0)*e, tL*e, srcB, (bi+j0*sJ)*e, j1-j0, &t)
 		case inter != nil:
 			t.scale(e)
-			inter(dstB[(bo+l0*tL)*e:], srcB[(bi+l0)*e:], sJ*e, l1-l0, &t)
+			inter(dstB, (bo+l0*tL)*e, srcB, (bi+l0)*e, sJ*e, l1-l0, &t)
 		case w.j == w.l && sJ == 1:
 			bt := t
 			bt.scale(e)
-			if !fastCopy(dstB[(bo+j0)*e:], srcB[(bi+j0)*e:], (j1-j0)*e, &bt) {
-				copyTiles(dst[bo+j0:], src[bi+j0:], j1-j0, &t)
+			if !fastCopy(dstB, (bo+j0)*e, srcB, (bi+j0)*e, (j1-j0)*e, &bt) {
+				copyTiles(dst, bo+j0, src, bi+j0, j1-j0, &t)
 			}
 		default:
 			t.each(func(o, i int) {
 				o, i = bo+o, bi+i
 				if w.j == w.l {
 					// No input axis is contiguous (a batch slice of a
-					// Fortran-order tensor): plain strided rows.
-					gatherRow(dst[o+j0:o+j1], src[i+j0*sJ:], sJ)
+					// Fortran-order tensor, a group of a block order):
+					// plain strided rows.
+					gatherRow(dst[o+j0:o+j1], src, i+j0*sJ, sJ)
 				} else {
 					tile(dst, src, o, i, j0, j1, l0, l1, sJ, tL)
 				}
@@ -447,14 +476,12 @@ func (t *tiles) scale(e int) {
 	t.dstep1, t.sstep1, t.dstep2, t.sstep2 = t.dstep1*e, t.sstep1*e, t.dstep2*e, t.sstep2*e
 }
 
-// copyTiles copies a run of n words for each tile of the batch.
-func copyTiles[T any](dst, src []T, n int, t *tiles) {
-	for r1 := range t.n1 {
-		d, s := dst[r1*t.dstep1:], src[r1*t.sstep1:]
-		for r2 := range t.n2 {
-			copy(d[r2*t.dstep2:r2*t.dstep2+n], s[r2*t.sstep2:r2*t.sstep2+n])
-		}
-	}
+// copyTiles copies a run of n words for each tile of the batch, the first
+// from src[i:] to dst[o:].
+func copyTiles[T any](dst []T, o int, src []T, i, n int, t *tiles) {
+	t.each(func(do, di int) {
+		copy(dst[o+do:o+do+n], src[i+di:i+di+n])
+	})
 }
 
 // tileBytes is the working set a tile block aims for: small enough that the
@@ -472,74 +499,97 @@ func tile[T any](dst, src []T, bo, bi, j0, j1, l0, l1, sJ, tL int) {
 	if j1-j0 >= l1-l0 {
 		// Sequential writes along j, strided reads (stride sJ): a
 		// de-interleave when L is a short block axis (s2d NCHW).
-		bj := max(tileBytes/(size*sJ), 16)
+		bj := max(tileBytes/(size*max(abs(sJ), 1)), 16)
 		for jb := j0; jb < j1; jb += bj {
 			je := min(jb+bj, j1)
 			for l := l0; l < l1; l++ {
 				d := dst[bo+l*tL+jb : bo+l*tL+je]
-				s := src[bi+l+jb*sJ:]
-				gatherRow(d, s, sJ)
+				gatherRow(d, src, bi+l+jb*sJ, sJ)
 			}
 		}
 		return
 	}
 	// Sequential reads along l, strided writes (stride tL): an interleave
 	// when J is a short block axis (d2s NCHW).
-	bl := max(tileBytes/(size*tL), 16)
+	bl := max(tileBytes/(size*max(abs(tL), 1)), 16)
 	for lb := l0; lb < l1; lb += bl {
 		le := min(lb+bl, l1)
 		for j := j0; j < j1; j++ {
 			s := src[bi+j*sJ+lb : bi+j*sJ+le]
-			d := dst[bo+lb*tL+j:]
-			scatterRow(d, s, tL)
+			scatterRow(dst, bo+lb*tL+j, tL, s)
 		}
 	}
 }
 
-// gatherRow sets d[x] = s[x·stride]. The common strides get their own loops
-// so that the compiler sees a constant multiplier.
-func gatherRow[T any](d, s []T, stride int) {
+// gatherRow sets d[x] = s[at + x·stride]; the stride may be negative. The
+// common strides get their own loops so that the compiler sees a constant
+// multiplier.
+func gatherRow[T any](d, s []T, at, stride int) {
+	if len(d) == 0 {
+		return
+	}
+	if stride < 0 {
+		first := at + stride*(len(d)-1)
+		s = s[first : at+1]
+		for x := range d {
+			d[x] = s[at-first+x*stride]
+		}
+		return
+	}
+	s = s[at : at+stride*(len(d)-1)+1]
 	switch stride {
 	case 2:
-		s = s[:2*len(d)-1]
 		for x := range d {
 			d[x] = s[2*x]
 		}
 	case 3:
-		s = s[:3*len(d)-2]
 		for x := range d {
 			d[x] = s[3*x]
 		}
 	case 4:
-		s = s[:4*len(d)-3]
 		for x := range d {
 			d[x] = s[4*x]
 		}
 	default:
-		s = s[:stride*(len(d)-1)+1]
 		for x := range d {
 			d[x] = s[x*stride]
 		}
 	}
 }
 
-// scatterRow sets d[x·stride] = s[x].
-func scatterRow[T any](d, s []T, stride int) {
+// scatterRow sets d[at + x·stride] = s[x]; the stride may be negative.
+func scatterRow[T any](d []T, at, stride int, s []T) {
+	if len(s) == 0 {
+		return
+	}
+	if stride < 0 {
+		first := at + stride*(len(s)-1)
+		d = d[first : at+1]
+		for x, v := range s {
+			d[at-first+x*stride] = v
+		}
+		return
+	}
+	d = d[at : at+stride*(len(s)-1)+1]
 	switch stride {
 	case 2:
-		d = d[:2*len(s)-1]
 		for x, v := range s {
 			d[2*x] = v
 		}
 	case 4:
-		d = d[:4*len(s)-3]
 		for x, v := range s {
 			d[4*x] = v
 		}
 	default:
-		d = d[:stride*(len(s)-1)+1]
 		for x, v := range s {
 			d[x*stride] = v
 		}
 	}
+}
+
+func abs(v int) int {
+	if v < 0 {
+		return -v
+	}
+	return v
 }

@@ -41,6 +41,11 @@ type Recipe struct {
 	InShape []int
 	// OutShape is the shape the last reshape produces.
 	OutShape []int
+	// Groups is the block order other than row-major: channel group j
+	// holds block offset Groups[j]. The labels, formula and reshapes above
+	// then describe the row-major operation, whose groups this permutes
+	// (on the output for space-to-depth, on the input for depth-to-space).
+	Groups []int
 }
 
 // ViewShape is the shape the input is first reshaped to.
@@ -104,6 +109,12 @@ func (p *Plan) Recipe() (*Recipe, error) {
 		return nil, errors.New("internal error: probe plan has another label count")
 	}
 	r := &Recipe{InShape: append([]int(nil), p.In...), OutShape: append([]int(nil), p.Out...)}
+	if p.pinv != nil {
+		r.Groups = make([]int, len(p.pinv))
+		for kk, j := range p.pinv {
+			r.Groups[j] = kk
+		}
+	}
 
 	// Names: the non-block labels are n, then c and the outer positions in
 	// the layout's order; block offsets come in spatial order.
@@ -183,6 +194,7 @@ func (p *Plan) Recipe() (*Recipe, error) {
 
 // probePlan plans req with every block edge 2 and every label of extent 2.
 func probePlan(req Request, k int) (*Plan, error) {
+	req.BlockOrder = BlockOrder{} // the labels do not depend on it
 	req.Block = make(Block, k)
 	for i := range req.Block {
 		req.Block[i] = 2

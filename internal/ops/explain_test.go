@@ -76,6 +76,7 @@ func TestRecipeMatchesEngine(t *testing.T) {
 	for i := 0; i < 1500; i++ {
 		c := randomCase(rng)
 		c.req.Block = Block(c.blocks)
+		c.req.BlockOrder = BlockOrder{} // a recipe is the row-major operation
 		p, err := NewPlan(c.req, c.in, c.elem, false)
 		if err != nil {
 			t.Fatal(err)
@@ -105,6 +106,7 @@ func TestRecipeNames(t *testing.T) {
 	for i := 0; i < 500; i++ {
 		c := randomCase(rng)
 		c.req.Block = Block(c.blocks)
+		c.req.BlockOrder = BlockOrder{} // a recipe is the row-major operation
 		p, err := NewPlan(c.req, c.in, c.elem, false)
 		if err != nil {
 			t.Fatal(err)

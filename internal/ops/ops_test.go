@@ -10,7 +10,8 @@ import (
 )
 
 // reference is the oracle: a direct loop over SPEC's index formula, one
-// element at a time, with no simplification of any kind.
+// element at a time, with no simplification of any kind. The block order
+// is SPEC's p: channel group j holds block offset kk = p[j].
 func reference(req Request, blocks, in []int, elem int, fortran bool, src []byte) ([]int, []byte) {
 	rank := len(in)
 	k := rank - 2
@@ -21,6 +22,24 @@ func reference(req Request, blocks, in []int, elem int, fortran bool, src []byte
 	B := 1
 	for _, b := range blocks {
 		B *= b
+	}
+	p, err := req.BlockOrder.Offsets(blocks)
+	if err != nil {
+		panic(err)
+	}
+	var pinv []int
+	if p != nil {
+		pinv = make([]int, B)
+		for j, kk := range p {
+			pinv[kk] = j
+		}
+	}
+	// p and pinv as functions: row-major (nil) is the identity, for any B.
+	at := func(t []int, v int) int {
+		if t == nil {
+			return v
+		}
+		return t[v]
 	}
 	out := append([]int(nil), in...)
 	if req.Op == SpaceToDepth {
@@ -50,12 +69,13 @@ func reference(req Request, blocks, in []int, elem int, fortran bool, src []byte
 			// out[n, ch, o] = in[n, c, o·b + k]
 			C := in[chAxis]
 			ch := idx[chAxis]
-			var c, kk int
+			var c, j int
 			if req.Order == DCR {
-				kk, c = ch/C, ch%C
+				j, c = ch/C, ch%C
 			} else {
-				c, kk = ch/B, ch%B
+				c, j = ch/B, ch%B
 			}
+			kk := at(p, j)
 			ks := make([]int, k)
 			for i := k - 1; i >= 0; i-- {
 				ks[i] = kk % blocks[i]
@@ -74,10 +94,11 @@ func reference(req Request, blocks, in []int, elem int, fortran bool, src []byte
 				kk = kk*blocks[i] + idx[sp+i]%blocks[i]
 				src_[sp+i] = idx[sp+i] / blocks[i]
 			}
+			j := at(pinv, kk)
 			if req.Order == DCR {
-				src_[chAxis] = kk*C + c
+				src_[chAxis] = j*C + c
 			} else {
-				src_[chAxis] = c*B + kk
+				src_[chAxis] = c*B + j
 			}
 		}
 		off := 0
@@ -98,7 +119,7 @@ type testCase struct {
 }
 
 func (c testCase) String() string {
-	return fmt.Sprintf("%s/%s/%s/b%v/in%v/e%d/F%v", c.req.Op, c.req.Order, c.req.Layout, c.blocks, c.in, c.elem, c.fortran)
+	return fmt.Sprintf("%s/%s/%s/%s/b%v/in%v/e%d/F%v", c.req.Op, c.req.Order, c.req.Layout, c.req.BlockOrder, c.blocks, c.in, c.elem, c.fortran)
 }
 
 // randomCase draws a valid request: K = 1..3 spatial axes, square or
@@ -146,7 +167,26 @@ func randomCase(rng *rand.Rand) testCase {
 	if rng.Intn(25) == 0 {
 		c.in[rng.Intn(rank)] = 0 // zero-size tensors are valid and empty
 	}
+	c.req.BlockOrder = randomBlockOrder(rng, c.blocks)
 	return c
+}
+
+// randomBlockOrder draws row-major (half the cases), col-major, a Bayer
+// pattern where the block allows one, or a random permutation.
+func randomBlockOrder(rng *rand.Rand, blocks []int) BlockOrder {
+	B := product(blocks)
+	switch rng.Intn(6) {
+	case 0:
+		return BlockOrder{Name: "col-major"}
+	case 1:
+		if len(blocks) == 2 && blocks[0] == 2 && blocks[1] == 2 {
+			return BlockOrder{Name: []string{"rggb", "bggr", "grbg", "gbrg"}[rng.Intn(4)]}
+		}
+		fallthrough
+	case 2:
+		return BlockOrder{Perm: rng.Perm(B)}
+	}
+	return BlockOrder{}
 }
 
 func randomBytes(rng *rand.Rand, n int) []byte {

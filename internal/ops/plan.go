@@ -131,10 +131,11 @@ func (b Block) String() string {
 
 // Request is what a user asks for, before it meets a shape.
 type Request struct {
-	Op     Op
-	Order  Order
-	Layout Layout
-	Block  Block
+	Op         Op
+	Order      Order
+	Layout     Layout
+	Block      Block
+	BlockOrder BlockOrder
 }
 
 // Plan is a validated request for one input shape. Its gather form says, for
@@ -151,6 +152,9 @@ type Plan struct {
 	stride  []int  // input stride in elements of each dim
 	isBlock []bool // the dim is a block offset ki (see chunk.go)
 	fortran bool
+	// pinv is the inverse of the block order (pinv[kk] is the group that
+	// holds block offset kk), nil for row-major (blockorder.go).
+	pinv []int
 }
 
 // Elements is the number of elements of input and output alike.
@@ -249,6 +253,16 @@ func NewPlan(req Request, in []int, elemSize int, fortran bool) (*Plan, error) {
 	p.Out = out
 	p.dims, p.stride, p.isBlock = gatherForm(req, blocks, in, out, denseStrides(in, fortran))
 	p.fortran = fortran
+	perm, err := req.BlockOrder.Offsets(blocks)
+	if err != nil {
+		return nil, err
+	}
+	if !isIdentity(perm) {
+		p.pinv = make([]int, len(perm))
+		for j, kk := range perm {
+			p.pinv[kk] = j
+		}
+	}
 	return p, nil
 }
 

@@ -11,19 +11,33 @@ import "encoding/binary"
 // loads and stores use the same order.
 //
 // deint splits count groups of n elements from src into n rows:
-// row l (at dst[l*rowStride:]) receives element l of every group.
+// row l receives element l of every group.
 // inter is the inverse: it zips n rows into count groups.
+//
+// Rows are given as slices so that they may lie in any order in memory: a
+// block order (plan.go) can make the row stride negative.
 type (
-	deintFunc func(dst []byte, rowStride int, src []byte, count int)
-	interFunc func(dst []byte, src []byte, rowStride int, count int)
+	deintFunc func(rows [][]byte, src []byte, count int)
+	interFunc func(dst []byte, rows [][]byte, count int)
 )
+
+// rowsAt slices n rows of width bytes from b, the first at off, the others
+// rs apart (rs may be negative), into r.
+func rowsAt(r *[4][]byte, b []byte, off, rs, n, width int) [][]byte {
+	for m := 0; m < n; m++ {
+		o := off + m*rs
+		r[m] = b[o : o+width]
+	}
+	return r[:n]
+}
 
 // tiles is a batch of tiles at constant steps, so that the cost of a call
 // and its bounds checks is paid once per batch, not per tile (W5's tiles
 // are 256 bytes; per-tile calls cost more than the copying). The batch is
 // n1 groups of n2 tiles; tile (r1, r2) starts at dst[r1*dstep1+r2*dstep2:]
-// and src[r1*sstep1+r2*sstep2:]. Steps are non-negative. The assembly
-// reads the first six fields by offset.
+// and src[r1*sstep1+r2*sstep2:]. Steps may be negative (a block order
+// can walk groups backwards). The assembly reads the first six fields by
+// offset.
 type tiles struct {
 	n1, dstep1, sstep1 int
 	n2, dstep2, sstep2 int
@@ -41,18 +55,31 @@ func (t *tiles) each(f func(o, i int)) {
 	}
 }
 
-// last is the offsets of the last tile: the furthest from the start, as
-// the steps are non-negative (checked, since kernels rely on it).
-func (t *tiles) last() (o, i int) {
-	if t.dstep1 < 0 || t.sstep1 < 0 || t.dstep2 < 0 || t.sstep2 < 0 {
-		panic("ops: negative step in a batch of tiles")
-	}
-	return (t.n1-1)*t.dstep1 + (t.n2-1)*t.dstep2, (t.n1-1)*t.sstep1 + (t.n2-1)*t.sstep2
+// span is the least and the greatest offset of a tile's start from the
+// first tile's, on the output side (o) and the input side (i).
+func (t *tiles) span() (oLo, oHi, iLo, iHi int) {
+	oLo, oHi = reach(t.n1, t.dstep1, t.n2, t.dstep2)
+	iLo, iHi = reach(t.n1, t.sstep1, t.n2, t.sstep2)
+	return
 }
 
+// reach is the least and greatest of r1*s1 + r2*s2 over r1 < n1, r2 < n2.
+func reach(n1, s1, n2, s2 int) (lo, hi int) {
+	for _, v := range []int{(n1 - 1) * s1, (n2 - 1) * s2} {
+		if v < 0 {
+			lo += v
+		} else {
+			hi += v
+		}
+	}
+	return lo, hi
+}
+
+// The batch kernels take whole buffers and the offsets of the first tile,
+// so that tiles and rows may lie on either side of it.
 type (
-	deintRowsFunc func(dst []byte, rowStride int, src []byte, count int, t *tiles)
-	interRowsFunc func(dst []byte, src []byte, rowStride int, count int, t *tiles)
+	deintRowsFunc func(dst []byte, off, rowStride int, src []byte, soff, count int, t *tiles)
+	interRowsFunc func(dst []byte, off int, src []byte, soff, rowStride, count int, t *tiles)
 )
 
 // archKernels turns the architecture's kernels on; tests turn them off to
@@ -68,7 +95,7 @@ func fastDeint(e, n int) deintRowsFunc {
 		}
 	}
 	if f := portableDeint(e, n); f != nil {
-		return deintRows(f)
+		return deintRows(f, e, n)
 	}
 	return nil
 }
@@ -81,7 +108,7 @@ func fastInter(e, n int) interRowsFunc {
 		}
 	}
 	if f := portableInter(e, n); f != nil {
-		return interRows(f)
+		return interRows(f, e, n)
 	}
 	return nil
 }
@@ -89,21 +116,24 @@ func fastInter(e, n int) interRowsFunc {
 // fastCopy copies n bytes for every tile of a batch with the
 // architecture's kernel, or reports false (having done nothing) when there
 // is none for this run length: the caller then copies in Go.
-func fastCopy(dst, src []byte, n int, t *tiles) bool {
-	return archKernels && archCopy(dst, src, n, t)
+func fastCopy(dst []byte, off int, src []byte, soff, n int, t *tiles) bool {
+	return archKernels && archCopy(dst, off, src, soff, n, t)
 }
 
-// deintRows runs a one-tile kernel on a batch of tiles.
-func deintRows(f deintFunc) deintRowsFunc {
-	return func(dst []byte, rs int, src []byte, count int, t *tiles) {
-		t.each(func(o, i int) { f(dst[o:], rs, src[i:], count) })
+// deintRows runs a one-tile kernel of e-byte elements and factor n on a
+// batch of tiles.
+func deintRows(f deintFunc, e, n int) deintRowsFunc {
+	return func(dst []byte, off, rs int, src []byte, soff, count int, t *tiles) {
+		var r [4][]byte
+		t.each(func(o, i int) { f(rowsAt(&r, dst, off+o, rs, n, e*count), src[soff+i:], count) })
 	}
 }
 
 // interRows runs a one-tile kernel on a batch of tiles.
-func interRows(f interFunc) interRowsFunc {
-	return func(dst []byte, src []byte, rs int, count int, t *tiles) {
-		t.each(func(o, i int) { f(dst[o:], src[i:], rs, count) })
+func interRows(f interFunc, e, n int) interRowsFunc {
+	return func(dst []byte, off int, src []byte, soff, rs, count int, t *tiles) {
+		var r [4][]byte
+		t.each(func(o, i int) { f(dst[off+o:], rowsAt(&r, src, soff+i, rs, n, e*count), count) })
 	}
 }
 
@@ -181,8 +211,8 @@ func zip16(v uint64) uint64 {
 	return (v | v<<16) & even16
 }
 
-func deint4x2(dst []byte, rs int, src []byte, count int) {
-	d0, d1 := dst[:4*count], dst[rs:rs+4*count]
+func deint4x2(d [][]byte, src []byte, count int) {
+	d0, d1 := d[0][:4*count], d[1][:4*count]
 	s := src[:8*count]
 	for x := 0; x < count; x++ {
 		v := le.Uint64(s[8*x:])
@@ -191,16 +221,16 @@ func deint4x2(dst []byte, rs int, src []byte, count int) {
 	}
 }
 
-func inter4x2(dst []byte, src []byte, rs int, count int) {
-	s0, s1 := src[:4*count], src[rs:rs+4*count]
+func inter4x2(dst []byte, s [][]byte, count int) {
+	s0, s1 := s[0][:4*count], s[1][:4*count]
 	d := dst[:8*count]
 	for x := 0; x < count; x++ {
 		le.PutUint64(d[8*x:], uint64(le.Uint32(s0[4*x:]))|uint64(le.Uint32(s1[4*x:]))<<32)
 	}
 }
 
-func deint8x2(dst []byte, rs int, src []byte, count int) {
-	d0, d1 := dst[:8*count], dst[rs:rs+8*count]
+func deint8x2(d [][]byte, src []byte, count int) {
+	d0, d1 := d[0][:8*count], d[1][:8*count]
 	s := src[:16*count]
 	for x := 0; x < count; x++ {
 		le.PutUint64(d0[8*x:], le.Uint64(s[16*x:]))
@@ -208,8 +238,8 @@ func deint8x2(dst []byte, rs int, src []byte, count int) {
 	}
 }
 
-func inter8x2(dst []byte, src []byte, rs int, count int) {
-	s0, s1 := src[:8*count], src[rs:rs+8*count]
+func inter8x2(dst []byte, s [][]byte, count int) {
+	s0, s1 := s[0][:8*count], s[1][:8*count]
 	d := dst[:16*count]
 	for x := 0; x < count; x++ {
 		le.PutUint64(d[16*x:], le.Uint64(s0[8*x:]))
@@ -217,8 +247,8 @@ func inter8x2(dst []byte, src []byte, rs int, count int) {
 	}
 }
 
-func deint4x4(dst []byte, rs int, src []byte, count int) {
-	d0, d1, d2, d3 := dst[:4*count], dst[rs:rs+4*count], dst[2*rs:2*rs+4*count], dst[3*rs:3*rs+4*count]
+func deint4x4(d [][]byte, src []byte, count int) {
+	d0, d1, d2, d3 := d[0][:4*count], d[1][:4*count], d[2][:4*count], d[3][:4*count]
 	s := src[:16*count]
 	for x := 0; x < count; x++ {
 		a, b := le.Uint64(s[16*x:]), le.Uint64(s[16*x+8:])
@@ -229,8 +259,8 @@ func deint4x4(dst []byte, rs int, src []byte, count int) {
 	}
 }
 
-func inter4x4(dst []byte, src []byte, rs int, count int) {
-	s0, s1, s2, s3 := src[:4*count], src[rs:rs+4*count], src[2*rs:2*rs+4*count], src[3*rs:3*rs+4*count]
+func inter4x4(dst []byte, s [][]byte, count int) {
+	s0, s1, s2, s3 := s[0][:4*count], s[1][:4*count], s[2][:4*count], s[3][:4*count]
 	d := dst[:16*count]
 	for x := 0; x < count; x++ {
 		le.PutUint64(d[16*x:], uint64(le.Uint32(s0[4*x:]))|uint64(le.Uint32(s1[4*x:]))<<32)
@@ -239,8 +269,8 @@ func inter4x4(dst []byte, src []byte, rs int, count int) {
 }
 
 // Two-byte elements, factor 2: 16 input bytes make 8 bytes of each row.
-func deint2x2(dst []byte, rs int, src []byte, count int) {
-	d0, d1 := dst[:2*count], dst[rs:rs+2*count]
+func deint2x2(d [][]byte, src []byte, count int) {
+	d0, d1 := d[0][:2*count], d[1][:2*count]
 	s := src[:4*count]
 	x := 0
 	for ; x+4 <= count; x += 4 {
@@ -254,8 +284,8 @@ func deint2x2(dst []byte, rs int, src []byte, count int) {
 	}
 }
 
-func inter2x2(dst []byte, src []byte, rs int, count int) {
-	s0, s1 := src[:2*count], src[rs:rs+2*count]
+func inter2x2(dst []byte, s [][]byte, count int) {
+	s0, s1 := s[0][:2*count], s[1][:2*count]
 	d := dst[:4*count]
 	x := 0
 	for ; x+4 <= count; x += 4 {
@@ -270,8 +300,8 @@ func inter2x2(dst []byte, src []byte, rs int, count int) {
 }
 
 // Two-byte elements, factor 4: 32 input bytes make 8 bytes of each row.
-func deint2x4(dst []byte, rs int, src []byte, count int) {
-	d0, d1, d2, d3 := dst[:2*count], dst[rs:rs+2*count], dst[2*rs:2*rs+2*count], dst[3*rs:3*rs+2*count]
+func deint2x4(d [][]byte, src []byte, count int) {
+	d0, d1, d2, d3 := d[0][:2*count], d[1][:2*count], d[2][:2*count], d[3][:2*count]
 	s := src[:8*count]
 	x := 0
 	for ; x+4 <= count; x += 4 {
@@ -292,8 +322,8 @@ func deint2x4(dst []byte, rs int, src []byte, count int) {
 	}
 }
 
-func inter2x4(dst []byte, src []byte, rs int, count int) {
-	s0, s1, s2, s3 := src[:2*count], src[rs:rs+2*count], src[2*rs:2*rs+2*count], src[3*rs:3*rs+2*count]
+func inter2x4(dst []byte, s [][]byte, count int) {
+	s0, s1, s2, s3 := s[0][:2*count], s[1][:2*count], s[2][:2*count], s[3][:2*count]
 	d := dst[:8*count]
 	x := 0
 	for ; x+4 <= count; x += 4 {
@@ -314,8 +344,8 @@ func inter2x4(dst []byte, src []byte, rs int, count int) {
 }
 
 // One-byte elements, factor 2: 16 input bytes make 8 bytes of each row.
-func deint1x2(dst []byte, rs int, src []byte, count int) {
-	d0, d1 := dst[:count], dst[rs:rs+count]
+func deint1x2(d [][]byte, src []byte, count int) {
+	d0, d1 := d[0][:count], d[1][:count]
 	s := src[:2*count]
 	x := 0
 	for ; x+8 <= count; x += 8 {
@@ -328,8 +358,8 @@ func deint1x2(dst []byte, rs int, src []byte, count int) {
 	}
 }
 
-func inter1x2(dst []byte, src []byte, rs int, count int) {
-	s0, s1 := src[:count], src[rs:rs+count]
+func inter1x2(dst []byte, s [][]byte, count int) {
+	s0, s1 := s[0][:count], s[1][:count]
 	d := dst[:2*count]
 	x := 0
 	for ; x+8 <= count; x += 8 {
@@ -344,8 +374,8 @@ func inter1x2(dst []byte, src []byte, rs int, count int) {
 
 // One-byte elements, factor 4: 32 input bytes make 8 bytes of each row,
 // by unzipping twice.
-func deint1x4(dst []byte, rs int, src []byte, count int) {
-	d0, d1, d2, d3 := dst[:count], dst[rs:rs+count], dst[2*rs:2*rs+count], dst[3*rs:3*rs+count]
+func deint1x4(d [][]byte, src []byte, count int) {
+	d0, d1, d2, d3 := d[0][:count], d[1][:count], d[2][:count], d[3][:count]
 	s := src[:4*count]
 	x := 0
 	for ; x+8 <= count; x += 8 {
@@ -362,8 +392,8 @@ func deint1x4(dst []byte, rs int, src []byte, count int) {
 	}
 }
 
-func inter1x4(dst []byte, src []byte, rs int, count int) {
-	s0, s1, s2, s3 := src[:count], src[rs:rs+count], src[2*rs:2*rs+count], src[3*rs:3*rs+count]
+func inter1x4(dst []byte, s [][]byte, count int) {
+	s0, s1, s2, s3 := s[0][:count], s[1][:count], s[2][:count], s[3][:count]
 	d := dst[:4*count]
 	x := 0
 	for ; x+8 <= count; x += 8 {

@@ -95,50 +95,54 @@ func archInter(e, n int) interRowsFunc {
 
 // vecDeint wraps an assembly de-interleave of e-byte elements by factor f.
 // The assembly does the first n bytes of every output row, n = e·count
-// rounded down to whole 16-byte vectors; tail finishes each tile.
+// rounded down to whole 16-byte vectors; tail finishes each tile. The
+// assembly walks rows and tiles with signed strides, so rows and tiles may
+// lie before the first; the bounds of all of them are checked here, once.
 func vecDeint(e, f int, asm, asmNT func(dst *byte, rs int, src *byte, n int, t *tiles), tail deintFunc) deintRowsFunc {
-	return func(dst []byte, rs int, src []byte, count int, t *tiles) {
+	return func(dst []byte, off, rs int, src []byte, soff, count int, t *tiles) {
 		if t.n1 <= 0 || t.n2 <= 0 || count <= 0 {
 			return
 		}
-		o, i := t.last()
-		checkTile(dst, o, rs, f, e*count)
-		checkTile(src, i, 0, 1, f*e*count)
+		oLo, oHi, iLo, iHi := t.span()
+		checkTile(dst, off+oLo, off+oHi, rs, f, e*count)
+		checkTile(src, soff+iLo, soff+iHi, 0, 1, f*e*count)
 		n := (e * count) &^ 15
 		if n > 0 {
 			walk := t.forAsm()
-			if t.stream && aligned16(dst, rs, t) {
-				asmNT(&dst[0], rs, &src[0], n, &walk)
+			if t.stream && aligned16(dst[off:], rs, t) {
+				asmNT(&dst[off], rs, &src[soff], n, &walk)
 			} else {
-				asm(&dst[0], rs, &src[0], n, &walk)
+				asm(&dst[off], rs, &src[soff], n, &walk)
 			}
 		}
 		if done := n / e; done < count {
-			t.each(func(o, i int) { tail(dst[o+n:], rs, src[i+f*n:], count-done) })
+			var r [4][]byte
+			t.each(func(o, i int) { tail(rowsAt(&r, dst, off+o+n, rs, f, e*(count-done)), src[soff+i+f*n:], count-done) })
 		}
 	}
 }
 
 // vecInter is vecDeint's inverse.
 func vecInter(e, f int, asm, asmNT func(dst *byte, src *byte, rs int, n int, t *tiles), tail interFunc) interRowsFunc {
-	return func(dst []byte, src []byte, rs int, count int, t *tiles) {
+	return func(dst []byte, off int, src []byte, soff, rs, count int, t *tiles) {
 		if t.n1 <= 0 || t.n2 <= 0 || count <= 0 {
 			return
 		}
-		o, i := t.last()
-		checkTile(dst, o, 0, 1, f*e*count)
-		checkTile(src, i, rs, f, e*count)
+		oLo, oHi, iLo, iHi := t.span()
+		checkTile(dst, off+oLo, off+oHi, 0, 1, f*e*count)
+		checkTile(src, soff+iLo, soff+iHi, rs, f, e*count)
 		n := (e * count) &^ 15
 		if n > 0 {
 			walk := t.forAsm()
-			if t.stream && aligned16(dst, 0, t) {
-				asmNT(&dst[0], &src[0], rs, n, &walk)
+			if t.stream && aligned16(dst[off:], 0, t) {
+				asmNT(&dst[off], &src[soff], rs, n, &walk)
 			} else {
-				asm(&dst[0], &src[0], rs, n, &walk)
+				asm(&dst[off], &src[soff], rs, n, &walk)
 			}
 		}
 		if done := n / e; done < count {
-			t.each(func(o, i int) { tail(dst[o+f*n:], src[i+n:], rs, count-done) })
+			var r [4][]byte
+			t.each(func(o, i int) { tail(dst[off+o+f*n:], rowsAt(&r, src, soff+i+n, rs, f, e*(count-done)), count-done) })
 		}
 	}
 }
@@ -152,14 +156,17 @@ func (t *tiles) forAsm() tiles {
 	return w
 }
 
-// checkTile panics unless the tile at offset off, `lines` lines of `width`
-// bytes rs apart, lies within len(b) (not merely its capacity: a chunk
-// buffer is a prefix of a larger one). Called on the last tile of a batch:
-// with non-negative steps it reaches furthest, so every tile fits.
-func checkTile(b []byte, off, rs, lines, width int) {
-	end := off + (lines-1)*rs
-	if rs < 0 || off < 0 || width < 0 || end+width > len(b) {
-		panic(fmt.Sprintf("ops: tile [%d, %d) outside a %d-byte buffer", end, end+width, len(b)))
+// checkTile panics unless every tile whose start lies in [lo, hi], each
+// `lines` lines of `width` bytes rs apart (rs may be negative), lies within
+// len(b) (not merely its capacity: a chunk buffer is a prefix of a larger
+// one).
+func checkTile(b []byte, lo, hi, rs, lines, width int) {
+	first, last := lo, hi+(lines-1)*rs
+	if rs < 0 {
+		first, last = lo+(lines-1)*rs, hi
+	}
+	if first < 0 || width < 0 || last+width > len(b) {
+		panic(fmt.Sprintf("ops: tiles [%d, %d) outside a %d-byte buffer", first, last+width, len(b)))
 	}
 }
 
@@ -171,18 +178,18 @@ func aligned16(dst []byte, rs int, t *tiles) bool {
 
 // archCopy copies n bytes for every tile of the batch, or reports false
 // (having done nothing) when n is not a whole number of 16-byte vectors.
-func archCopy(dst, src []byte, n int, t *tiles) bool {
+func archCopy(dst []byte, off int, src []byte, soff, n int, t *tiles) bool {
 	if n%16 != 0 || n == 0 || t.n1 <= 0 || t.n2 <= 0 {
 		return false
 	}
-	o, i := t.last()
-	checkTile(dst, o, 0, 1, n)
-	checkTile(src, i, 0, 1, n)
+	oLo, oHi, iLo, iHi := t.span()
+	checkTile(dst, off+oLo, off+oHi, 0, 1, n)
+	checkTile(src, soff+iLo, soff+iHi, 0, 1, n)
 	walk := t.forAsm()
-	if t.stream && aligned16(dst, 0, t) {
-		copyTilesNT(&dst[0], &src[0], n, &walk)
+	if t.stream && aligned16(dst[off:], 0, t) {
+		copyTilesNT(&dst[off], &src[soff], n, &walk)
 	} else {
-		copyTilesSSE2(&dst[0], &src[0], n, &walk)
+		copyTilesSSE2(&dst[off], &src[soff], n, &walk)
 	}
 	return true
 }

@@ -13,11 +13,11 @@ func aligned(b []byte, a uintptr) bool {
 	return uintptr(unsafe.Pointer(unsafe.SliceData(b)))%a == 0
 }
 
-func deint4x2p(dst []byte, rs int, src []byte, count int) {
-	d0, d1 := dst[:4*count], dst[rs:rs+4*count]
+func deint4x2p(d [][]byte, src []byte, count int) {
+	d0, d1 := d[0][:4*count], d[1][:4*count]
 	s := src[:8*count]
 	if count == 0 || !aligned(s, 8) || !aligned(d0, 4) || !aligned(d1, 4) {
-		deint4x2(dst, rs, src, count)
+		deint4x2(d, src, count)
 		return
 	}
 	sp, p0, p1 := unsafe.Pointer(&s[0]), unsafe.Pointer(&d0[0]), unsafe.Pointer(&d1[0])
@@ -35,11 +35,11 @@ func deint4x2p(dst []byte, rs int, src []byte, count int) {
 	}
 }
 
-func inter4x2p(dst []byte, src []byte, rs int, count int) {
-	s0, s1 := src[:4*count], src[rs:rs+4*count]
+func inter4x2p(dst []byte, s [][]byte, count int) {
+	s0, s1 := s[0][:4*count], s[1][:4*count]
 	d := dst[:8*count]
 	if count == 0 || !aligned(d, 8) || !aligned(s0, 4) || !aligned(s1, 4) {
-		inter4x2(dst, src, rs, count)
+		inter4x2(dst, s, count)
 		return
 	}
 	dp, p0, p1 := unsafe.Pointer(&d[0]), unsafe.Pointer(&s0[0]), unsafe.Pointer(&s1[0])
@@ -48,12 +48,12 @@ func inter4x2p(dst []byte, src []byte, rs int, count int) {
 	}
 }
 
-func deint1x4p(dst []byte, rs int, src []byte, count int) {
-	d0, d1, d2, d3 := dst[:count], dst[rs:rs+count], dst[2*rs:2*rs+count], dst[3*rs:3*rs+count]
+func deint1x4p(d [][]byte, src []byte, count int) {
+	d0, d1, d2, d3 := d[0][:count], d[1][:count], d[2][:count], d[3][:count]
 	s := src[:4*count]
 	n := count &^ 7
 	if n == 0 || !aligned(s, 8) || !aligned(d0, 8) || !aligned(d1, 8) || !aligned(d2, 8) || !aligned(d3, 8) {
-		deint1x4(dst, rs, src, count)
+		deint1x4(d, src, count)
 		return
 	}
 	sp := unsafe.Pointer(&s[0])
@@ -74,12 +74,12 @@ func deint1x4p(dst []byte, rs int, src []byte, count int) {
 	}
 }
 
-func deint2x2p(dst []byte, rs int, src []byte, count int) {
-	d0, d1 := dst[:2*count], dst[rs:rs+2*count]
+func deint2x2p(d [][]byte, src []byte, count int) {
+	d0, d1 := d[0][:2*count], d[1][:2*count]
 	s := src[:4*count]
 	n := count &^ 3
 	if n == 0 || !aligned(s, 8) || !aligned(d0, 8) || !aligned(d1, 8) {
-		deint2x2(dst, rs, src, count)
+		deint2x2(d, src, count)
 		return
 	}
 	sp, p0, p1 := unsafe.Pointer(&s[0]), unsafe.Pointer(&d0[0]), unsafe.Pointer(&d1[0])
@@ -89,6 +89,6 @@ func deint2x2p(dst []byte, rs int, src []byte, count int) {
 		*(*uint64)(unsafe.Add(p1, 2*x)) = unzip16(a>>16) | unzip16(b>>16)<<32
 	}
 	if n < count {
-		deint2x2(dst[2*n:], rs, src[4*n:], count-n)
+		deint2x2([][]byte{d0[2*n:], d1[2*n:]}, src[4*n:], count-n)
 	}
 }
