@@ -20,6 +20,15 @@ func TestNumpyInterop(t *testing.T) {
 	peerJobs(t, "numpy", "numpy_peer.py")
 }
 
+// TestBlockOrderNumpy: every block order (row-major, col-major, the four
+// Bayer patterns, permutations) and the layouts chw, hwc and hw, against
+// numpy's own slicing as pipelines write it (SID's pack_raw concatenate,
+// YOLOv5's Focus cat), both ways: s2d of the image and d2s of numpy's
+// packed array.
+func TestBlockOrderNumpy(t *testing.T) {
+	peerJobs(t, "numpy", "blockorder_peer.py")
+}
+
 // peerJobs runs a Python peer's round trip: the peer script (in
 // testdata/interop) writes inputs and a jobs.json ("gen DIR"), depthspace
 // runs every job, and the peer checks every output ("check DIR").
@@ -31,7 +40,7 @@ func peerJobs(t *testing.T, module, script string) {
 		t.Fatalf("%s gen: %v\n%s", module, err, out)
 	}
 	var jobs []struct {
-		Input, Output, Op, Order, Layout, Block string
+		Input, Output, Op, Order, Layout, Block, BlockOrder string
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "jobs.json"))
 	if err != nil {
@@ -44,6 +53,9 @@ func peerJobs(t *testing.T, module, script string) {
 		var stderr bytes.Buffer
 		args := []string{j.Op, "-b", j.Block, "--order", j.Order, "--layout", j.Layout,
 			filepath.Join(dir, j.Input), "-o", filepath.Join(dir, j.Output)}
+		if j.BlockOrder != "" {
+			args = append(args, "--block-order", j.BlockOrder)
+		}
 		if code := run(args, nil, &bytes.Buffer{}, &stderr); code != 0 {
 			t.Errorf("depthspace %v: exit %d: %s", args, code, stderr.String())
 		}

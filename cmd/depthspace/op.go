@@ -38,6 +38,15 @@ var opSpaceToDepth = opKind{
   # Rectangular block (2 rows x 3 columns); rank 3 (1-D) and rank 5 (3-D) work too
   depthspace s2d -b 2x3 vol.npy -o out.npy
 
+  # A camera RAW mosaic [H,W] to 4 planes [H/2,W/2,4] R,G,G,B whatever the Bayer pattern
+  depthspace s2d -b 2 --layout hw --block-order bggr raw.npy -o planes.npy
+
+  # Learning-to-See-in-the-Dark pack_raw (R,G,B,G of an RGGB mosaic)
+  depthspace s2d -b 2 --layout hw --block-order 0,1,3,2 raw.npy -o packed.npy
+
+  # YOLOv5 Focus: cat(x[...,::2,::2], x[...,1::2,::2], x[...,::2,1::2], x[...,1::2,1::2]), 1)
+  depthspace s2d -b 2 --block-order col-major x.npy -o focus.npy
+
   # The seed example as JSON text, through a pipe
   echo '[[[[0,18,1,19,2,20],[36,54,37,55,38,56],[3,21,4,22,5,23],[39,57,40,58,41,59]],
          [[9,27,10,28,11,29],[45,63,46,64,47,65],[12,30,13,31,14,32],[48,66,49,67,50,68]]]]' |
@@ -81,6 +90,9 @@ var opDepthToSpace = opKind{
   # A Unix filter
   cat in.npy | depthspace d2s -b 2 > out.npy
 
+  # 4 planes [H/2,W/2,4] (R,G,G,B) back to a BGGR mosaic [H,W]
+  depthspace d2s -b 2 --layout hw --block-order bggr planes.npy -o raw.npy
+
   # A batch: files and directory trees, relative paths kept under out/
   depthspace d2s -b 2 --order crd --out-dir out/ a.npy b.npy c.json
   depthspace d2s -b 2 --out-dir out/ data/
@@ -104,6 +116,7 @@ Equivalent operators:
 // opFlags are the flags of s2d and d2s, as the user typed them.
 type opFlags struct {
 	block, order, layout string
+	blockOrder           string
 	output               string
 	threads              int
 	formatFlags
@@ -212,7 +225,8 @@ depth-to-space is the exact inverse with the same --order.`,
 	fl := cmd.Flags()
 	fl.StringVarP(&f.block, "block", "b", "", "block size: one edge for every spatial axis (2) or one per axis (2x3)")
 	fl.StringVar(&f.order, "order", "dcr", "channel order: dcr (depth-column-row, blocks-first) or crd (column-row-depth, depth-first)")
-	fl.StringVar(&f.layout, "layout", "nchw", "tensor layout: nchw (channels-first) or nhwc (channels-last)")
+	fl.StringVar(&f.layout, "layout", "nchw", "tensor layout: nchw (channels-first), nhwc (channels-last), chw or hwc (no batch axis), hw (a bare mosaic or gray image; its depth side is hwc)")
+	fl.StringVar(&f.blockOrder, "block-order", "row-major", "which block offset each channel group holds: row-major, col-major (YOLOv5 Focus), a Bayer pattern rggb|bggr|grbg|gbrg (groups R,G,G,B), or a permutation p0,p1,... (SID pack_raw: 0,1,3,2)")
 	fl.StringVarP(&f.output, "output", "o", "-", "output file, or - for standard output")
 	f.formatFlags.register(fl, "-o's")
 	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work (in a batch: across and within files)")
@@ -308,11 +322,15 @@ func (f *opFlags) job(op ops.Op) (*pipeline.Options, error) {
 	if err != nil {
 		return nil, err
 	}
+	blockOrder, err := ops.ParseBlockOrder(f.blockOrder)
+	if err != nil {
+		return nil, err
+	}
 	if f.threads < 1 {
 		return nil, fmt.Errorf("--threads %d must be at least 1", f.threads)
 	}
 	opts := &pipeline.Options{
-		Request: ops.Request{Op: op, Order: order, Layout: layout, Block: block},
+		Request: ops.Request{Op: op, Order: order, Layout: layout, Block: block, BlockOrder: blockOrder},
 		Source:  pipeline.Source{},
 		Threads: f.threads,
 	}
@@ -348,7 +366,11 @@ func registerCompletions(cmd *cobra.Command) {
 		}
 	}
 	_ = cmd.RegisterFlagCompletionFunc("order", fixed("dcr\tdepth-column-row (ONNX DCR, TensorFlow)", "crd\tcolumn-row-depth (ONNX CRD, PyTorch)"))
-	_ = cmd.RegisterFlagCompletionFunc("layout", fixed("nchw\tchannels first", "nhwc\tchannels last"))
+	_ = cmd.RegisterFlagCompletionFunc("layout", fixed("nchw\tchannels first", "nhwc\tchannels last", "chw\tno batch axis, channels first",
+		"hwc\tno batch axis, channels last", "hw\ta bare mosaic or gray image"))
+	_ = cmd.RegisterFlagCompletionFunc("block-order", fixed("row-major\tthe default", "col-major\tfirst spatial axis fastest (YOLOv5 Focus)",
+		"rggb\tBayer RGGB: groups R,G,G,B", "bggr\tBayer BGGR: groups R,G,G,B", "grbg\tBayer GRBG: groups R,G,G,B", "gbrg\tBayer GBRG: groups R,G,G,B",
+		"0,1,3,2\tSID pack_raw: R,G,B,G of RGGB"))
 	_ = cmd.RegisterFlagCompletionFunc("from", fixed("npy", "raw", "json", "onnx", "npz"))
 	_ = cmd.RegisterFlagCompletionFunc("to", fixed("npy", "raw", "json", "onnx", "npz"))
 	_ = cmd.RegisterFlagCompletionFunc("block", fixed("2", "3", "4", "2x2", "2x3"))

@@ -47,12 +47,13 @@ func (p *Plan) runParts(dims, stride, ostride []int, dst, src []byte, threads in
 // dst holds just those output items, src the whole input. It lets an output
 // be produced item by item in bounded memory (a pipe, stdout).
 func (p *Plan) RunItems(dst, src []byte, first, count, threads int) error {
-	if len(src) != p.Bytes() || first < 0 || count < 0 || first > p.Out[0] || count > p.Out[0]-first {
-		return fmt.Errorf("internal error: items [%d,%d) of %d", first, first+count, p.Out[0])
+	N := p.Items()
+	if len(src) != p.Bytes() || first < 0 || count < 0 || first > N || count > N-first {
+		return fmt.Errorf("internal error: items [%d,%d) of %d", first, first+count, N)
 	}
 	itemBytes := 0
-	if p.Out[0] > 0 {
-		itemBytes = p.Bytes() / p.Out[0]
+	if N > 0 {
+		itemBytes = p.Bytes() / N
 	}
 	if len(dst) != count*itemBytes {
 		return fmt.Errorf("internal error: %d-byte buffer for %d items of %d bytes", len(dst), count, itemBytes)

@@ -95,12 +95,21 @@ func (p *Plan) Recipe() (*Recipe, error) {
 	if p.Blocks == nil {
 		return nil, errors.New("internal error: Recipe needs a space-to-depth or depth-to-space plan")
 	}
-	rank := len(p.In)
-	if rank > maxExplainRank {
-		return nil, fmt.Errorf("rank %d: explain describes tensors of rank at most %d", rank, maxExplainRank)
+	k := len(p.Blocks)
+	if k+2 > maxExplainRank {
+		return nil, fmt.Errorf("rank %d: explain describes tensors of rank at most %d", len(p.In), maxExplainRank)
 	}
-	k := rank - 2
-	probe, err := probePlan(p.Request, k)
+	// The layouts without a batch or channel axis are described as NCHW
+	// or NHWC, and those labels of extent 1 dropped at the end.
+	layout := p.Layout
+	if layout.channelsLast() {
+		layout = NHWC
+	} else {
+		layout = NCHW
+	}
+	req := p.Request
+	req.Layout = layout
+	probe, err := probePlan(req, k)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +117,7 @@ func (p *Plan) Recipe() (*Recipe, error) {
 	if len(probe.dims) != m {
 		return nil, errors.New("internal error: probe plan has another label count")
 	}
-	r := &Recipe{InShape: append([]int(nil), p.In...), OutShape: append([]int(nil), p.Out...)}
+	r := &Recipe{InShape: append([]int(nil), p.normIn...), OutShape: append([]int(nil), p.normOut...)}
 	if p.pinv != nil {
 		r.Groups = make([]int, len(p.pinv))
 		for kk, j := range p.pinv {
@@ -120,7 +129,7 @@ func (p *Plan) Recipe() (*Recipe, error) {
 	// the layout's order; block offsets come in spatial order.
 	outer, block := spatialNames(k)
 	var plain []string
-	if p.Layout == NCHW {
+	if layout == NCHW {
 		plain = append([]string{"n", "c"}, outer...)
 	} else {
 		plain = append(append([]string{"n"}, outer...), "c")
@@ -171,7 +180,7 @@ func (p *Plan) Recipe() (*Recipe, error) {
 	}
 	// Input coefficients come from the plan's strides: a label of input
 	// axis a moves stride/strideOf(a) along that axis.
-	inStride := denseStrides(p.In, false)
+	inStride := denseStrides(p.normIn, false)
 	for a, g := range inGroups {
 		var terms []Term
 		for _, l := range g {
@@ -189,7 +198,58 @@ func (p *Plan) Recipe() (*Recipe, error) {
 		}
 		r.Out = append(r.Out, terms)
 	}
+	if p.Layout != NCHW && p.Layout != NHWC {
+		r.drop(0) // n
+		if p.Layout == HW {
+			for l, lab := range r.Labels {
+				if lab.Name == "c" {
+					r.drop(l)
+					break
+				}
+			}
+		}
+		r.InShape, r.OutShape = append([]int(nil), p.In...), append([]int(nil), p.Out...)
+	}
 	return r, nil
+}
+
+// drop removes label l, of extent 1, from the recipe: from the view, the
+// transpose and every axis, and the axes it alone made.
+func (r *Recipe) drop(l int) {
+	r.Labels = append(r.Labels[:l:l], r.Labels[l+1:]...)
+	fix := func(v int) int {
+		if v > l {
+			return v - 1
+		}
+		return v
+	}
+	var view []int
+	for _, v := range r.View {
+		if v != l {
+			view = append(view, fix(v))
+		}
+	}
+	r.View = view
+	r.Perm = make([]int, len(view))
+	for pos, v := range view {
+		r.Perm[v] = pos
+	}
+	groups := func(gs [][]Term) [][]Term {
+		var out [][]Term
+		for _, g := range gs {
+			var ng []Term
+			for _, t := range g {
+				if t.Label != l {
+					ng = append(ng, Term{Label: fix(t.Label), Coef: t.Coef})
+				}
+			}
+			if len(ng) > 0 {
+				out = append(out, ng)
+			}
+		}
+		return out
+	}
+	r.In, r.Out = groups(r.In), groups(r.Out)
 }
 
 // probePlan plans req with every block edge 2 and every label of extent 2.
@@ -204,7 +264,7 @@ func probePlan(req Request, k int) (*Plan, error) {
 		in[i] = 2
 	}
 	ch, sp := 1, 2
-	if req.Layout == NHWC {
+	if req.Layout.channelsLast() {
 		ch, sp = k+1, 1
 	}
 	if req.Op == SpaceToDepth {

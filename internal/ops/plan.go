@@ -55,19 +55,22 @@ func ParseOrder(s string) (Order, error) {
 	return 0, fmt.Errorf("unknown order %q (want dcr, crd, depth-column-row, column-row-depth, blocks-first or depth-first)", s)
 }
 
-// Layout says where the channel axis is.
+// Layout says where the batch and channel axes are. NCHW and NHWC have
+// both; CHW and HWC have no batch axis; HW (a camera mosaic, a grayscale
+// image) has neither: space-to-depth writes it as HWC, and depth-to-space
+// with HW reads HWC and writes the bare spatial axes.
 type Layout int
 
 const (
 	NCHW Layout = iota
 	NHWC
+	CHW
+	HWC
+	HW
 )
 
 func (l Layout) String() string {
-	if l == NHWC {
-		return "nhwc"
-	}
-	return "nchw"
+	return [...]string{"nchw", "nhwc", "chw", "hwc", "hw"}[l]
 }
 
 // ParseLayout accepts the SPEC's names and aliases.
@@ -77,8 +80,40 @@ func ParseLayout(s string) (Layout, error) {
 		return NCHW, nil
 	case "nhwc", "channels-last", "nwc", "ndhwc":
 		return NHWC, nil
+	case "chw", "cw", "cdhw":
+		return CHW, nil
+	case "hwc", "wc", "dhwc":
+		return HWC, nil
+	case "hw", "w", "dhw":
+		return HW, nil
 	}
-	return 0, fmt.Errorf("unknown layout %q (want nchw, nhwc, channels-first or channels-last)", s)
+	return 0, fmt.Errorf("unknown layout %q (want nchw, nhwc, chw, hwc, hw, channels-first or channels-last)", s)
+}
+
+// channelsLast reports whether the layout's channel axis is last: the
+// gather form knows two layouts, and the others are these with axes of
+// extent 1 added (normalize).
+func (l Layout) channelsLast() bool { return l == NHWC || l == HWC || l == HW }
+
+// normalize turns a shape of layout l into the [N, C, S…] or [N, S…, C]
+// shape the gather form works on, and back: lead and trail are the axes
+// of extent 1 added in front and at the end.
+func (l Layout) normalize(op Op, shape []int) (norm []int, lead, trail int) {
+	switch {
+	case l == CHW || l == HWC || (l == HW && op == DepthToSpace):
+		lead = 1 // HW's depth side is HWC
+	case l == HW:
+		lead, trail = 1, 1
+	}
+	norm = make([]int, 0, lead+len(shape)+trail)
+	for i := 0; i < lead; i++ {
+		norm = append(norm, 1)
+	}
+	norm = append(norm, shape...)
+	for i := 0; i < trail; i++ {
+		norm = append(norm, 1)
+	}
+	return norm, lead, trail
 }
 
 // MaxBlock bounds one block edge. It is far above any real use and keeps
@@ -145,8 +180,12 @@ type Request struct {
 type Plan struct {
 	Request
 	Blocks   []int // one per spatial axis
-	In, Out  []int // logical shapes, C order
+	In, Out  []int // logical shapes, C order, as the layout has them
 	ElemSize int
+	items    int // the batch extent (1 for layouts without a batch axis)
+	// normIn and normOut are In and Out with the axes of extent 1 that
+	// make them NCHW or NHWC (Layout.normalize).
+	normIn, normOut []int
 
 	dims    []int  // gather form: extents in output order
 	stride  []int  // input stride in elements of each dim
@@ -156,6 +195,11 @@ type Plan struct {
 	// holds block offset kk), nil for row-major (blockorder.go).
 	pinv []int
 }
+
+// Items is the extent of the batch axis, the first axis of the gather form:
+// RunItems and the pipeline cut the output into these (1 for the layouts
+// without a batch axis).
+func (p *Plan) Items() int { return p.items }
 
 // Elements is the number of elements of input and output alike.
 func (p *Plan) Elements() int { return product(p.Out) }
@@ -185,9 +229,20 @@ func axisNames(k int) []string {
 // fortran says the input bytes are in Fortran (column-major) order; the
 // output is always C order.
 func NewPlan(req Request, in []int, elemSize int, fortran bool) (*Plan, error) {
+	userIn := in
+	in, lead, trail := req.Layout.normalize(req.Op, in)
 	rank := len(in)
 	if rank < 3 {
-		return nil, fmt.Errorf("rank %d tensor %v: %s needs at least 3 axes (batch, channel and one spatial axis)", rank, shapeString(in), req.Op)
+		need := map[Layout]string{NCHW: "at least 3 axes (batch, channel and one spatial axis)", NHWC: "at least 3 axes (batch, one spatial axis and channel)",
+			CHW: "at least 2 axes (channel and one spatial axis)", HWC: "at least 2 axes (one spatial axis and channel)", HW: "at least 1 spatial axis"}[req.Layout]
+		if req.Layout == HW && req.Op == DepthToSpace {
+			need = "at least 2 axes (one spatial axis and the depth channels, as hwc)"
+		}
+		hint := ""
+		if req.Layout == NCHW || req.Layout == NHWC {
+			hint = "; without a batch axis use --layout chw or hwc, for a bare [H, W] --layout hw"
+		}
+		return nil, fmt.Errorf("rank %d tensor %v: %s needs %s%s", len(userIn), shapeString(userIn), req.Op, need, hint)
 	}
 	k := rank - 2
 	blocks, err := expandBlock(req.Block, k)
@@ -211,10 +266,10 @@ func NewPlan(req Request, in []int, elemSize int, fortran bool) (*Plan, error) {
 		return nil, fmt.Errorf("block %s: the product of the block edges overflows", Block(blocks))
 	}
 
-	p := &Plan{Request: req, Blocks: blocks, In: append([]int(nil), in...), ElemSize: elemSize}
+	p := &Plan{Request: req, Blocks: blocks, In: append([]int(nil), userIn...), ElemSize: elemSize, items: in[0]}
 	names := axisNames(k)
 	chAxis, spAxis := 1, 2 // positions of the channel and first spatial axis
-	if req.Layout == NHWC {
+	if req.Layout.channelsLast() {
 		chAxis, spAxis = rank-1, 1
 	}
 	out := append([]int(nil), in...)
@@ -250,7 +305,14 @@ func NewPlan(req Request, in []int, elemSize int, fortran bool) (*Plan, error) {
 	if t, ok := checkedProduct(out); !ok || t != total {
 		return nil, fmt.Errorf("output shape %v overflows", shapeString(out))
 	}
-	p.Out = out
+	// The user's output shape: HW's space side drops the channel axis of
+	// extent 1 (depth-to-space); its depth side keeps it (space-to-depth).
+	p.Out = out[lead:]
+	if req.Op == DepthToSpace {
+		p.Out = out[lead : len(out)-trail-boolInt(req.Layout == HW)]
+	}
+	p.Out = append([]int(nil), p.Out...)
+	p.normIn, p.normOut = in, out
 	p.dims, p.stride, p.isBlock = gatherForm(req, blocks, in, out, denseStrides(in, fortran))
 	p.fortran = fortran
 	perm, err := req.BlockOrder.Offsets(blocks)
@@ -273,8 +335,12 @@ func NewCopy(shape []int, elemSize int, fortran bool) (*Plan, error) {
 	if !ok || elemSize < 1 || total > math.MaxInt/elemSize {
 		return nil, fmt.Errorf("shape %v of %d-byte elements is too large", shapeString(shape), elemSize)
 	}
+	items := 0
+	if len(shape) > 0 {
+		items = shape[0]
+	}
 	return &Plan{
-		In: append([]int(nil), shape...), Out: append([]int(nil), shape...), ElemSize: elemSize,
+		In: append([]int(nil), shape...), Out: append([]int(nil), shape...), ElemSize: elemSize, items: items,
 		dims: append([]int(nil), shape...), stride: denseStrides(shape, fortran),
 		isBlock: make([]bool, len(shape)), fortran: fortran,
 	}, nil
@@ -333,7 +399,8 @@ func gatherForm(req Request, b, in, out []int, inStride []int) (dims, stride []i
 	rank := len(in)
 	k := rank - 2
 	chAxis, spAxis := 1, 2
-	if req.Layout == NHWC {
+	last := req.Layout.channelsLast()
+	if last {
 		chAxis, spAxis = rank-1, 1
 	}
 	type axis struct {
@@ -387,7 +454,7 @@ func gatherForm(req Request, b, in, out []int, inStride []int) (dims, stride []i
 	if req.Op == SpaceToDepth {
 		// Output is the depth tensor.
 		add(n)
-		if req.Layout == NHWC {
+		if last {
 			add(o...)
 		}
 		if req.Order == DCR {
@@ -397,19 +464,19 @@ func gatherForm(req Request, b, in, out []int, inStride []int) (dims, stride []i
 			add(c)
 			add(kb...)
 		}
-		if req.Layout == NCHW {
+		if !last {
 			add(o...)
 		}
 	} else {
 		// Output is the space tensor.
 		add(n)
-		if req.Layout == NCHW {
+		if !last {
 			add(c)
 		}
 		for i := 0; i < k; i++ {
 			add(o[i], kb[i])
 		}
-		if req.Layout == NHWC {
+		if last {
 			add(c)
 		}
 	}
@@ -467,4 +534,11 @@ func shapeString(s []int) string {
 		p[i] = strconv.Itoa(v)
 	}
 	return "[" + strings.Join(p, ",") + "]"
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

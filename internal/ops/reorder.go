@@ -34,6 +34,11 @@ func (r ReorderRequest) ChangesLayout() bool { return r.FromLayout != r.ToLayout
 // NewReorder validates r against an input of the given shape (in r's
 // FromLayout) and plans the reorder. The output is C order in ToLayout.
 func NewReorder(r ReorderRequest, in []int, elemSize int, fortran bool) (*Plan, error) {
+	for _, l := range []Layout{r.FromLayout, r.ToLayout} {
+		if l != NCHW && l != NHWC {
+			return nil, fmt.Errorf("reorder converts between nchw and nhwc, not %s", l)
+		}
+	}
 	rank := len(in)
 	if rank < 3 {
 		return nil, fmt.Errorf("rank %d tensor %v: reorder needs at least 3 axes (batch, channel and one spatial axis)", rank, shapeString(in))
@@ -139,7 +144,7 @@ func NewReorder(r ReorderRequest, in []int, elemSize int, fortran bool) (*Plan, 
 	if r.ToLayout == NHWC {
 		out = append(out, CB)
 	}
-	p := &Plan{In: append([]int(nil), in...), Out: out, ElemSize: elemSize, fortran: fortran}
+	p := &Plan{In: append([]int(nil), in...), Out: out, ElemSize: elemSize, fortran: fortran, items: in[0]}
 	for _, l := range seq {
 		p.dims = append(p.dims, l.extent)
 		p.stride = append(p.stride, l.stride)

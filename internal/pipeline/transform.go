@@ -158,10 +158,7 @@ type Producer struct {
 }
 
 func producer(plan *ops.Plan, t *Tensor, threads int) Producer {
-	items := 0
-	if len(plan.Out) > 0 {
-		items = plan.Out[0]
-	}
+	items := plan.Items()
 	return Producer{
 		Itemwise: true,
 		Items:    items,
