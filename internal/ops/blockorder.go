@@ -176,6 +176,13 @@ func (p *Plan) parts(dims, stride, ostride []int) []part {
 		}
 		iOff[kk], oOff[kk] = in, out
 	}
+	// Most orders are linear in the block offsets: col-major and the
+	// Bayer patterns only reverse or swap block axes, so every block dim
+	// keeps a constant (possibly negative) stride on both sides and the
+	// plan stays one gather, walked exactly as the default order is.
+	if lin, ok := linearParts(dims, stride, ostride, bd, iOff, oOff); ok {
+		return []part{lin}
+	}
 	var parts []part
 	add := func(first, n, istep, ostep int) {
 		pt := part{dims: append([]int(nil), dims...), stride: append([]int(nil), stride...),
@@ -205,4 +212,37 @@ func (p *Plan) parts(dims, stride, ostride []int) []part {
 		}
 	}
 	return parts
+}
+
+// linearParts reports whether the block offsets' positions are linear,
+// off(k) = off(0) + Σ ki·si on both sides, and if so the one part that
+// walks them with those strides.
+func linearParts(dims, stride, ostride, bd, iOff, oOff []int) (part, bool) {
+	K := len(bd)
+	si, so := make([]int, K), make([]int, K)
+	unit := 1
+	for i := K - 1; i >= 0; i-- {
+		if dims[bd[i]] > 1 {
+			si[i], so[i] = iOff[unit]-iOff[0], oOff[unit]-oOff[0]
+		}
+		unit *= dims[bd[i]]
+	}
+	for kk := range iOff {
+		r, in, out := kk, iOff[0], oOff[0]
+		for i := K - 1; i >= 0; i-- {
+			k := r % dims[bd[i]]
+			r /= dims[bd[i]]
+			in += k * si[i]
+			out += k * so[i]
+		}
+		if in != iOff[kk] || out != oOff[kk] {
+			return part{}, false
+		}
+	}
+	pt := part{dims: dims, stride: append([]int(nil), stride...), ostride: append([]int(nil), ostride...),
+		ibase: iOff[0], obase: oOff[0]}
+	for i, d := range bd {
+		pt.stride[d], pt.ostride[d] = si[i], so[i]
+	}
+	return pt, true
 }
