@@ -15,6 +15,7 @@ import (
 type explainOptions struct {
 	op                   string
 	block, order, layout string
+	blockOrder           string
 	shape                string
 	json                 bool
 	out                  io.Writer
@@ -37,7 +38,13 @@ exactly what 'depthspace s2d' / 'd2s' do to the bytes.`,
   depthspace explain d2s -b 2 --order crd --shape 1,8,2,3
 
   # TensorFlow-style NHWC with a 2x3 block, for a script
-  depthspace explain --json s2d -b 2x3 --layout nhwc --shape 1,6,9,4`,
+  depthspace explain --json s2d -b 2x3 --layout nhwc --shape 1,6,9,4
+
+  # Learning-to-See-in-the-Dark's pack_raw: the np.concatenate it is
+  depthspace explain s2d -b 2 --layout hw --block-order 0,1,3,2 --shape 2848,4256
+
+  # YOLOv5's Focus layer
+  depthspace explain s2d -b 2 --block-order col-major --shape 1,3,640,640`,
 		Args: cobra.ExactArgs(1),
 		ValidArgs: []string{"s2d\tspace-to-depth", "d2s\tdepth-to-space",
 			"space-to-depth", "depth-to-space"},
@@ -49,7 +56,8 @@ exactly what 'depthspace s2d' / 'd2s' do to the bytes.`,
 	fl := cmd.Flags()
 	fl.StringVarP(&o.block, "block", "b", "", "block size: one edge for every spatial axis (2) or one per axis (2x3)")
 	fl.StringVar(&o.order, "order", "dcr", "channel order: dcr (depth-column-row, blocks-first) or crd (column-row-depth, depth-first)")
-	fl.StringVar(&o.layout, "layout", "nchw", "tensor layout: nchw (channels-first) or nhwc (channels-last)")
+	fl.StringVar(&o.layout, "layout", "nchw", "tensor layout: nchw (channels-first), nhwc (channels-last), chw or hwc (no batch axis), hw (a bare mosaic or gray image)")
+	fl.StringVar(&o.blockOrder, "block-order", "row-major", "which block offset each channel group holds: row-major, col-major, rggb|bggr|grbg|gbrg, or p0,p1,...")
 	fl.StringVar(&o.shape, "shape", "", "input shape, as D1,D2,...")
 	fl.BoolVar(&o.json, "json", false, "print a JSON object instead of text")
 	_ = cmd.MarkFlagRequired("block")
@@ -82,11 +90,15 @@ func explainRun(o *explainOptions) error {
 	if err != nil {
 		return err
 	}
+	blockOrder, err := ops.ParseBlockOrder(o.blockOrder)
+	if err != nil {
+		return err
+	}
 	shape, err := format.ParseShape(o.shape)
 	if err != nil {
 		return err
 	}
-	e, err := explain.New(ops.Request{Op: op, Order: order, Layout: layout, Block: block}, shape)
+	e, err := explain.New(ops.Request{Op: op, Order: order, Layout: layout, Block: block, BlockOrder: blockOrder}, shape)
 	if err != nil {
 		return fmt.Errorf("--shape %s: %w", format.ShapeString(shape), err)
 	}

@@ -31,19 +31,32 @@ func TestONNXInterop(t *testing.T) {
 var explainCases = []struct {
 	op, order, layout, block string
 	shape                    []int
+	blockOrder               string
 }{
-	{"d2s", "crd", "nchw", "2", []int{1, 8, 2, 3}},
-	{"d2s", "dcr", "nchw", "2", []int{1, 8, 2, 3}},
-	{"s2d", "dcr", "nchw", "2", []int{1, 2, 4, 6}},
-	{"s2d", "crd", "nchw", "2", []int{2, 3, 4, 4}},
-	{"s2d", "dcr", "nhwc", "2x3", []int{1, 6, 9, 4}},
-	{"d2s", "crd", "nhwc", "3x2", []int{2, 2, 3, 12}},
-	{"s2d", "crd", "nchw", "3", []int{2, 3, 9}},
-	{"d2s", "dcr", "nhwc", "4", []int{1, 5, 8}},
-	{"s2d", "dcr", "nchw", "2x1x3", []int{1, 2, 4, 3, 6}},
-	{"d2s", "crd", "nhwc", "2", []int{1, 2, 1, 2, 16}},
-	{"s2d", "crd", "nhwc", "1x2", []int{3, 1, 4, 1}},
-	{"d2s", "dcr", "nchw", "1", []int{1, 1, 1, 1}},
+	{"d2s", "crd", "nchw", "2", []int{1, 8, 2, 3}, ""},
+	{"d2s", "dcr", "nchw", "2", []int{1, 8, 2, 3}, ""},
+	{"s2d", "dcr", "nchw", "2", []int{1, 2, 4, 6}, ""},
+	{"s2d", "crd", "nchw", "2", []int{2, 3, 4, 4}, ""},
+	{"s2d", "dcr", "nhwc", "2x3", []int{1, 6, 9, 4}, ""},
+	{"d2s", "crd", "nhwc", "3x2", []int{2, 2, 3, 12}, ""},
+	{"s2d", "crd", "nchw", "3", []int{2, 3, 9}, ""},
+	{"d2s", "dcr", "nhwc", "4", []int{1, 5, 8}, ""},
+	{"s2d", "dcr", "nchw", "2x1x3", []int{1, 2, 4, 3, 6}, ""},
+	{"d2s", "crd", "nhwc", "2", []int{1, 2, 1, 2, 16}, ""},
+	{"s2d", "crd", "nhwc", "1x2", []int{3, 1, 4, 1}, ""},
+	{"d2s", "dcr", "nchw", "1", []int{1, 1, 1, 1}, ""},
+	// Issue 15: block orders and the layouts without batch or channel axes.
+	{"s2d", "dcr", "hw", "2", []int{4, 6}, "0,1,3,2"},
+	{"d2s", "dcr", "hw", "2", []int{2, 3, 4}, "bggr"},
+	{"s2d", "dcr", "nchw", "2", []int{1, 3, 4, 4}, "col-major"},
+	{"s2d", "crd", "nchw", "2", []int{2, 3, 4, 6}, "grbg"},
+	{"d2s", "crd", "nhwc", "2x3", []int{1, 2, 2, 12}, "5,4,3,2,1,0"},
+	{"s2d", "dcr", "chw", "2", []int{3, 4, 6}, "gbrg"},
+	{"s2d", "crd", "hwc", "2", []int{4, 6, 3}, "col-major"},
+	{"d2s", "dcr", "chw", "3x2", []int{12, 2, 3}, ""},
+	{"s2d", "dcr", "hw", "2", []int{6, 8}, ""},
+	{"s2d", "dcr", "nchw", "2", []int{1, 2, 4, 4, 4}, "col-major"},
+	{"d2s", "crd", "hw", "3", []int{3, 2, 9}, "col-major"},
 }
 
 // TestExplainRecipeNumpy: the numpy recipe `depthspace explain` prints,
@@ -55,11 +68,12 @@ func TestExplainRecipeNumpy(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewSource(88))
 	type job struct {
-		Input  string   `json:"input"`
-		Output string   `json:"output"`
-		Numpy  string   `json:"numpy"`
-		Einops string   `json:"einops"`
-		Args   []string `json:"args"`
+		Input   string   `json:"input"`
+		Output  string   `json:"output"`
+		Numpy   string   `json:"numpy"`
+		Einops  string   `json:"einops"`  // "" where it is the row-major part only
+		Slicing string   `json:"slicing"` // space-to-depth only
+		Args    []string `json:"args"`
 	}
 	var jobs []job
 	for i, c := range explainCases {
@@ -72,12 +86,16 @@ func TestExplainRecipeNumpy(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := strings.TrimSuffix(in, ".npy") + ".out.npy"
-		opArgs := []string{c.op, "-b", c.block, "--order", c.order, "--layout", c.layout, in, "-o", out}
+		bo := c.blockOrder
+		if bo == "" {
+			bo = "row-major"
+		}
+		opArgs := []string{c.op, "-b", c.block, "--order", c.order, "--layout", c.layout, "--block-order", bo, in, "-o", out}
 		var stderr, stdout bytes.Buffer
 		if code := run(opArgs, nil, &stdout, &stderr); code != 0 {
 			t.Fatalf("depthspace %v: exit %d: %s", opArgs, code, stderr.String())
 		}
-		exArgs := []string{"explain", "--json", c.op, "-b", c.block, "--order", c.order, "--layout", c.layout, "--shape", shape}
+		exArgs := []string{"explain", "--json", c.op, "-b", c.block, "--order", c.order, "--layout", c.layout, "--block-order", bo, "--shape", shape}
 		stdout.Reset()
 		if code := run(exArgs, nil, &stdout, &stderr); code != 0 {
 			t.Fatalf("depthspace %v: exit %d: %s", exArgs, code, stderr.String())
@@ -86,7 +104,17 @@ func TestExplainRecipeNumpy(t *testing.T) {
 		if err := json.Unmarshal(stdout.Bytes(), &e); err != nil {
 			t.Fatalf("%v: %v\n%s", exArgs, err, stdout.String())
 		}
-		jobs = append(jobs, job{Input: filepath.Base(in), Output: filepath.Base(out), Numpy: e.Recipe.Numpy, Einops: e.Recipe.Einops, Args: exArgs[2:]})
+		j := job{Input: filepath.Base(in), Output: filepath.Base(out), Numpy: e.Recipe.Numpy, Einops: e.Recipe.Einops, Args: exArgs[2:]}
+		if e.Groups != nil {
+			j.Einops = ""
+		}
+		if c.op == "s2d" {
+			if e.Slicing == "" {
+				t.Fatalf("%v: no slicing", exArgs)
+			}
+			j.Slicing = e.Slicing
+		}
+		jobs = append(jobs, j)
 	}
 	b, _ := json.MarshalIndent(jobs, "", " ")
 	if err := os.WriteFile(filepath.Join(dir, "jobs.json"), b, 0o644); err != nil {

@@ -22,10 +22,19 @@ import (
 // Explanation is what `depthspace explain` prints; with --json, exactly
 // this struct marshalled.
 type Explanation struct {
-	Op       string `json:"op"`     // space-to-depth or depth-to-space
-	Order    string `json:"order"`  // dcr or crd
-	Layout   string `json:"layout"` // nchw or nhwc
-	Block    []int  `json:"block"`  // one edge per spatial axis
+	Op     string `json:"op"`     // space-to-depth or depth-to-space
+	Order  string `json:"order"`  // dcr or crd
+	Layout string `json:"layout"` // nchw, nhwc, chw, hwc or hw
+	Block  []int  `json:"block"`  // one edge per spatial axis
+	// BlockOrder names the block order; Groups gives, for a block order
+	// other than row-major, the block offset (row-major number) each
+	// channel group j holds. The formula and the recipe are then those of
+	// row-major, and Numpy spells the whole operation.
+	BlockOrder string `json:"block_order"`
+	Groups     []int  `json:"groups,omitempty"`
+	// Slicing is the same operation as numpy slicing, one slice of the
+	// space tensor per channel group (SID's pack_raw, YOLOv5's Focus).
+	Slicing  string `json:"slicing"`
 	InShape  []int  `json:"input_shape"`
 	OutShape []int  `json:"output_shape"`
 	// Formula is the index relation with these numbers, e.g.
@@ -44,7 +53,9 @@ type Recipe struct {
 	Perm       []int    `json:"perm"`        // the transpose
 	OutShape   []int    `json:"output_shape"`
 	// Numpy is an expression in x (a numpy array of the input shape);
-	// Einops the same as an einops.rearrange call.
+	// Einops the same as an einops.rearrange call. With a block order other
+	// than row-major, Numpy also permutes the channel groups and Einops is
+	// the row-major part only.
 	Numpy  string `json:"numpy"`
 	Einops string `json:"einops"`
 }
@@ -75,6 +86,7 @@ func New(req ops.Request, shape []int) (*Explanation, error) {
 	e := &Explanation{
 		Op: p.Op.String(), Order: p.Order.String(), Layout: p.Layout.String(),
 		Block: p.Blocks, InShape: p.In, OutShape: p.Out, Labels: r.Labels,
+		BlockOrder: p.BlockOrder.String(), Groups: p.Groups(),
 	}
 	e.Formula = "out[" + indexList(r, r.Out) + "] = in[" + indexList(r, r.In) + "]"
 	view := r.ViewShape()
@@ -83,9 +95,131 @@ func New(req ops.Request, shape []int) (*Explanation, error) {
 		e.Recipe.ViewLabels = append(e.Recipe.ViewLabels, r.Labels[l].Name)
 	}
 	e.Recipe.Numpy = fmt.Sprintf("x.reshape(%s).transpose(%s).reshape(%s)", ints(view), ints(r.Perm), ints(r.OutShape))
+	if e.Groups != nil {
+		e.Recipe.Numpy = groupPermuted(p, e.Recipe.Numpy, e.Groups)
+	}
 	e.Recipe.Einops = einops(r)
+	e.Slicing = slicing(p, e.Groups)
 	e.Frameworks = frameworks(p, e)
 	return e, nil
+}
+
+// offsetsOf unravels block offset kk (row-major) into one offset per axis.
+func offsetsOf(kk int, blocks []int) []int {
+	k := make([]int, len(blocks))
+	for i := len(blocks) - 1; i >= 0; i-- {
+		k[i] = kk % blocks[i]
+		kk /= blocks[i]
+	}
+	return k
+}
+
+// depthAxes is where, in the user's depth-side shape, the channel axis is,
+// and that shape with the channel axis split into (groups, C) for DCR or
+// (C, groups) for CRD; g is then the position of the groups axis.
+func depthAxes(p *ops.Plan) (split []int, g int) {
+	depth := p.Out
+	if p.Op == ops.DepthToSpace {
+		depth = p.In
+	}
+	ch := 0 // chw
+	switch p.Layout {
+	case ops.NCHW:
+		ch = 1
+	case ops.NHWC, ops.HWC, ops.HW:
+		ch = len(depth) - 1
+	}
+	B := 1
+	for _, b := range p.Blocks {
+		B *= b
+	}
+	C := depth[ch] / B
+	split = append(split, depth[:ch]...)
+	g = ch
+	if p.Order == ops.DCR {
+		split = append(split, B, C)
+	} else {
+		split = append(split, C, B)
+		g = ch + 1
+	}
+	split = append(split, depth[ch+1:]...)
+	return split, g
+}
+
+// groupPermuted spells a block order around the row-major recipe: the
+// output's channel groups taken in the order p (space-to-depth), or the
+// input's put back in row-major order first (depth-to-space).
+func groupPermuted(p *ops.Plan, recipe string, groups []int) string {
+	split, g := depthAxes(p)
+	if p.Op == ops.SpaceToDepth {
+		return fmt.Sprintf("np.take((%s).reshape(%s), [%s], axis=%d).reshape(%s)", recipe, ints(split), ints(groups), g, ints(p.Out))
+	}
+	inv := make([]int, len(groups))
+	for j, kk := range groups {
+		inv[kk] = j
+	}
+	xs := fmt.Sprintf("np.take(x.reshape(%s), [%s], axis=%d).reshape(%s)", ints(split), ints(inv), g, ints(p.In))
+	return strings.Replace(recipe, "x.", "("+xs+").", 1)
+}
+
+// slicing spells space-to-depth as numpy slicing, one slice of the space
+// tensor per channel group, joined along the channel axis (SID's pack_raw,
+// YOLOv5's Focus); depth-to-space is its inverse, assigned slice by slice.
+func slicing(p *ops.Plan, groups []int) string {
+	B := 1
+	for _, b := range p.Blocks {
+		B *= b
+	}
+	if B > 64 {
+		return "" // a slice per group is no longer readable
+	}
+	var parts []string
+	for j := 0; j < B; j++ {
+		kk := j
+		if groups != nil {
+			kk = groups[j]
+		}
+		k := offsetsOf(kk, p.Blocks)
+		sl := make([]string, len(k))
+		for i := range k {
+			sl[i] = fmt.Sprintf("%d::%d", k[i], p.Blocks[i])
+			if k[i] == 0 {
+				sl[i] = fmt.Sprintf("::%d", p.Blocks[i])
+			}
+		}
+		idx := strings.Join(sl, ", ")
+		switch p.Layout {
+		case ops.NCHW, ops.CHW:
+			idx = "..., " + idx
+		case ops.NHWC:
+			idx = ":, " + idx + ", :"
+		case ops.HWC:
+			idx = idx + ", :"
+		}
+		parts = append(parts, "x["+idx+"]")
+	}
+	// The space tensor's channel axis, from the end for the layouts that
+	// keep it last.
+	join := "np.concatenate"
+	axis := map[ops.Layout]string{ops.NCHW: "1", ops.CHW: "0", ops.NHWC: "-1", ops.HWC: "-1", ops.HW: "-1"}[p.Layout]
+	if p.Layout == ops.HW {
+		join = "np.stack"
+	}
+	s := fmt.Sprintf("%s([%s], axis=%s)", join, strings.Join(parts, ", "), axis)
+	if p.Order == ops.CRD && p.Layout != ops.HW {
+		// CRD: the groups of one channel together, so stack after it.
+		merged := p.Out
+		if p.Op == ops.DepthToSpace {
+			merged = p.In
+		}
+		stackAxis := map[ops.Layout]string{ops.NCHW: "2", ops.CHW: "1", ops.NHWC: "-1", ops.HWC: "-1"}[p.Layout]
+		s = fmt.Sprintf("np.stack([%s], axis=%s).reshape(%s)", strings.Join(parts, ", "), stackAxis, ints(merged))
+	}
+	if p.Op == ops.DepthToSpace {
+		// The output y is what this slicing turns back into the input.
+		return "x == " + strings.ReplaceAll(s, "x[", "y[")
+	}
+	return "y = " + s
 }
 
 // indexList prints one index expression per axis: "n, 4*c + 2*bh + bw, h, w".
@@ -154,7 +288,9 @@ func frameworks(p *ops.Plan, e *Explanation) []Framework {
 	}
 	s2d := p.Op == ops.SpaceToDepth
 	dcr := p.Order == ops.DCR
-	nchw := p.Layout == ops.NCHW
+	// The layouts without a batch axis are described as NCHW / NHWC with
+	// one added (frameworksNotes says so).
+	nchw := p.Layout == ops.NCHW || p.Layout == ops.CHW
 	rank4 := k == 2
 	rec := e.Recipe
 	generic := fmt.Sprintf("Reshape(shape=%s) -> Transpose(perm=%s) -> Reshape(shape=%s)", list(rec.ViewShape), list(rec.Perm), list(rec.OutShape))
@@ -218,7 +354,7 @@ func frameworks(p *ops.Plan, e *Explanation) []Framework {
 		dml.Call = fmt.Sprintf("%s { BlockSize = %d, Order = %s }", dmlOp, b, dmlOrder)
 		if !nchw {
 			dml.Note = fmt.Sprintf("DirectML sizes are {N, C, H, W}: describe the NHWC input with Sizes %s, Strides %s and the output with Sizes %s, Strides %s",
-				curly(nchwSizes(p.In)), curly(nhwcStrides(p.In)), curly(nchwSizes(p.Out)), curly(nhwcStrides(p.Out)))
+				curly(nchwSizes(p.NormIn())), curly(nhwcStrides(p.NormIn())), curly(nchwSizes(p.NormOut())), curly(nhwcStrides(p.NormOut())))
 		} else if dcr {
 			dml.Note = "DCR is also the order of the older " + strings.TrimSuffix(dmlOp, "1") + " (feature level 1.0)"
 		}
@@ -286,6 +422,45 @@ func frameworks(p *ops.Plan, e *Explanation) []Framework {
 		ov.Note = why(ovOp, flag(!square), "has one block_size (square blocks)", flag(!nchw), "is channels-first only ([N, C, D1, ...])")
 	}
 	fw = append(fw, ov)
+	return frameworkNotes(p, e, fw)
+}
+
+// frameworkNotes adds what every framework's call needs around it for the
+// request: a batch (and channel) axis for the layouts without one, and the
+// permutation of channel groups for a block order; and PyTorch's silent
+// treatment of a volume as a batch of images.
+func frameworkNotes(p *ops.Plan, e *Explanation, fw []Framework) []Framework {
+	add := func(f *Framework, note string) {
+		if f.Note == "" {
+			f.Note = note
+		} else {
+			f.Note += "; " + note
+		}
+	}
+	for i := range fw {
+		f := &fw[i]
+		switch p.Layout {
+		case ops.CHW, ops.HWC:
+			add(f, "on x[None]: the call takes a batch axis; drop it after")
+		case ops.HW:
+			if p.Op == ops.SpaceToDepth {
+				add(f, "on x[None, ..., None]: the call takes batch and channel axes; drop the batch axis after")
+			} else {
+				add(f, "on x[None]: the call takes a batch axis; the result's batch and channel axes (of 1) dropped after")
+			}
+		}
+		if e.Groups != nil {
+			f.SingleOp = false
+			if p.Op == ops.SpaceToDepth {
+				add(f, fmt.Sprintf("the operator has no block order: take its output's channel groups in the order %s after it (numpy above)", e.BlockOrder))
+			} else {
+				add(f, fmt.Sprintf("the operator has no block order: put the input's channel groups (block order %s) in row-major order before it (numpy above)", e.BlockOrder))
+			}
+		}
+		if f.Name == "PyTorch" && len(p.Blocks) == 3 {
+			add(f, "pixel_shuffle / pixel_unshuffle on this 5-D tensor would treat the volume as a batch of 2-D images (the leading axes are batch axes) and shuffle height and width only: a silent wrong result")
+		}
+	}
 	return fw
 }
 
@@ -303,7 +478,7 @@ func curly(v []int) string { return "{" + ints(v) + "}" }
 // WriteText prints e for a person.
 func (e *Explanation) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s, block %s, order %s, layout %s\n", e.Op, ops.Block(e.Block), e.Order, e.Layout)
+	fmt.Fprintf(&b, "%s, block %s, order %s, layout %s, block order %s\n", e.Op, ops.Block(e.Block), e.Order, e.Layout, e.BlockOrder)
 	fmt.Fprintf(&b, "  input shape   %s\n", list(e.InShape))
 	fmt.Fprintf(&b, "  output shape  %s\n\n", list(e.OutShape))
 	b.WriteString("Index formula:\n")
@@ -312,7 +487,20 @@ func (e *Explanation) WriteText(w io.Writer) error {
 	for i, l := range e.Labels {
 		ranges[i] = fmt.Sprintf("0 <= %s < %d", l.Name, l.Extent)
 	}
-	fmt.Fprintf(&b, "  for %s\n\n", strings.Join(ranges, ", "))
+	fmt.Fprintf(&b, "  for %s\n", strings.Join(ranges, ", "))
+	if e.Groups != nil {
+		var gs []string
+		for j, kk := range e.Groups {
+			gs = append(gs, fmt.Sprintf("%d=(%s)", j, ints(offsetsOf(kk, e.Block))))
+		}
+		fmt.Fprintf(&b, "  with block order %s: channel group j holds block offset p[j], not j:\n", e.BlockOrder)
+		fmt.Fprintf(&b, "  %s (the formula above numbers the offsets row-major)\n", strings.Join(gs, " "))
+	}
+	b.WriteString("\n")
+	if e.Slicing != "" {
+		b.WriteString("Slicing:\n")
+		fmt.Fprintf(&b, "  numpy  %s\n\n", e.Slicing)
+	}
 	b.WriteString("Reshape -> transpose -> reshape:\n")
 	fmt.Fprintf(&b, "  view   %s  (%s)\n", list(e.Recipe.ViewShape), strings.Join(e.Recipe.ViewLabels, ", "))
 	fmt.Fprintf(&b, "  numpy  y = %s\n", e.Recipe.Numpy)

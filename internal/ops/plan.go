@@ -196,6 +196,24 @@ type Plan struct {
 	pinv []int
 }
 
+// NormIn and NormOut are the shapes as NCHW or NHWC: the layouts without a
+// batch or channel axis with those axes, of extent 1, added.
+func (p *Plan) NormIn() []int  { return append([]int(nil), p.normIn...) }
+func (p *Plan) NormOut() []int { return append([]int(nil), p.normOut...) }
+
+// Groups is the block order as SPEC writes it, p[j] for every channel
+// group j, or nil for row-major.
+func (p *Plan) Groups() []int {
+	if p.pinv == nil {
+		return nil
+	}
+	g := make([]int, len(p.pinv))
+	for kk, j := range p.pinv {
+		g[j] = kk
+	}
+	return g
+}
+
 // Items is the extent of the batch axis, the first axis of the gather form:
 // RunItems and the pipeline cut the output into these (1 for the layouts
 // without a batch axis).

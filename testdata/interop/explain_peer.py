@@ -3,7 +3,8 @@ it is installed), on the inputs depthspace transformed.
 
   explain_peer.py check DIR   for each job of DIR/jobs.json: x = np.load(input),
                               y = the printed numpy expression (and the einops
-                              call), compared byte for byte with np.load(output),
+                              call, and for space-to-depth the slicing),
+                              compared byte for byte with np.load(output),
                               depthspace's own result
 
 Run by cmd/depthspace/interop8_test.go with /usr/bin/python3.
@@ -29,10 +30,12 @@ def check(d):
         want = np.load(os.path.join(d, j["output"]))
         problems = []
         spellings = [("numpy", j["numpy"])]
-        if rearrange is not None:
+        if rearrange is not None and j["einops"]:
             spellings.append(("einops", j["einops"]))
+        if j.get("slicing"):
+            spellings.append(("slicing", j["slicing"].removeprefix("y = ")))
         for name, expr in spellings:
-            y = eval(expr, {"x": x, "rearrange": rearrange})
+            y = eval(expr, {"x": x, "np": np, "rearrange": rearrange})
             if y.shape != want.shape:
                 problems.append(f"{name}: shape {y.shape} != depthspace's {want.shape}")
             elif np.ascontiguousarray(y).tobytes() != want.tobytes():
