@@ -24,7 +24,8 @@ func TestNumpyInterop(t *testing.T) {
 // Bayer patterns, permutations) and the layouts chw, hwc and hw, against
 // numpy's own slicing as pipelines write it (SID's pack_raw concatenate,
 // YOLOv5's Focus cat), both ways: s2d of the image and d2s of numpy's
-// packed array.
+// packed array; and --pad in each mode against numpy.pad, --crop against
+// numpy's slicing, --crop-to back to the image.
 func TestBlockOrderNumpy(t *testing.T) {
 	peerJobs(t, "numpy", "blockorder_peer.py")
 }
@@ -41,6 +42,7 @@ func peerJobs(t *testing.T, module, script string) {
 	}
 	var jobs []struct {
 		Input, Output, Op, Order, Layout, Block, BlockOrder string
+		Extra                                               []string
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "jobs.json"))
 	if err != nil {
@@ -56,6 +58,7 @@ func peerJobs(t *testing.T, module, script string) {
 		if j.BlockOrder != "" {
 			args = append(args, "--block-order", j.BlockOrder)
 		}
+		args = append(args, j.Extra...)
 		if code := run(args, nil, &bytes.Buffer{}, &stderr); code != 0 {
 			t.Errorf("depthspace %v: exit %d: %s", args, code, stderr.String())
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strings"
@@ -46,6 +47,10 @@ var opSpaceToDepth = opKind{
 
   # YOLOv5 Focus: cat(x[...,::2,::2], x[...,1::2,::2], x[...,::2,1::2], x[...,1::2,1::2]), 1)
   depthspace s2d -b 2 --block-order col-major x.npy -o focus.npy
+
+  # Sizes that are not a multiple of the block: pad (numpy.pad modes) or crop
+  depthspace s2d -b 2 --layout hw --pad reflect frame.npy -o packed.npy
+  depthspace s2d -b 2 --layout hw --crop raw.npy -o packed.npy
 
   # The seed example as JSON text, through a pipe
   echo '[[[[0,18,1,19,2,20],[36,54,37,55,38,56],[3,21,4,22,5,23],[39,57,40,58,41,59]],
@@ -93,6 +98,9 @@ var opDepthToSpace = opKind{
   # 4 planes [H/2,W/2,4] (R,G,G,B) back to a BGGR mosaic [H,W]
   depthspace d2s -b 2 --layout hw --block-order bggr planes.npy -o raw.npy
 
+  # The inverse of a padded s2d: cut the output back to the original size
+  depthspace d2s -b 2 --layout hw --crop-to 3000,4000 result.npy -o out.npy
+
   # A batch: files and directory trees, relative paths kept under out/
   depthspace d2s -b 2 --order crd --out-dir out/ a.npy b.npy c.json
   depthspace d2s -b 2 --out-dir out/ data/
@@ -117,10 +125,13 @@ Equivalent operators:
 type opFlags struct {
 	block, order, layout string
 	blockOrder           string
+	crop                 bool
+	pad, cropTo          string
 	output               string
 	threads              int
 	formatFlags
 	batchFlags
+	stderr io.Writer // where notes go (what --crop dropped)
 }
 
 // formatFlags are --from, --to, --dtype and --shape: how to read an input
@@ -178,7 +189,7 @@ func (b *batchFlags) register(fl *pflag.FlagSet) {
 var batchOnly = []string{"shard", "skip-existing", "progress", "json"}
 
 func newOpCmd(s *streams, k opKind) *cobra.Command {
-	f := &opFlags{}
+	f := &opFlags{stderr: s.err}
 	cmd := &cobra.Command{
 		Use:     k.use + " -b BLOCK [flags] [INPUT | --out-dir DIR INPUT...]",
 		Aliases: []string{k.alias},
@@ -227,6 +238,12 @@ depth-to-space is the exact inverse with the same --order.`,
 	fl.StringVar(&f.order, "order", "dcr", "channel order: dcr (depth-column-row, blocks-first) or crd (column-row-depth, depth-first)")
 	fl.StringVar(&f.layout, "layout", "nchw", "tensor layout: nchw (channels-first), nhwc (channels-last), chw or hwc (no batch axis), hw (a bare mosaic or gray image; its depth side is hwc)")
 	fl.StringVar(&f.blockOrder, "block-order", "row-major", "which block offset each channel group holds: row-major, col-major (YOLOv5 Focus), a Bayer pattern rggb|bggr|grbg|gbrg (groups R,G,G,B), or a permutation p0,p1,... (SID pack_raw: 0,1,3,2)")
+	if k.op == ops.SpaceToDepth {
+		fl.BoolVar(&f.crop, "crop", false, "drop the trailing rows/columns that do not fill a block (numpy x[..., :H//b*b, :W//b*b]); stderr says how many")
+		fl.StringVar(&f.pad, "pad", "", "extend each spatial axis at its end to a multiple of the block: zero, edge or reflect (numpy.pad constant, edge, reflect)")
+	} else {
+		fl.StringVar(&f.cropTo, "crop-to", "", "cut the output's spatial axes to D1,...,DK: the inverse of a padded s2d")
+	}
 	fl.StringVarP(&f.output, "output", "o", "-", "output file, or - for standard output")
 	f.formatFlags.register(fl, "-o's")
 	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work (in a batch: across and within files)")
@@ -326,11 +343,27 @@ func (f *opFlags) job(op ops.Op) (*pipeline.Options, error) {
 	if err != nil {
 		return nil, err
 	}
+	pad, err := ops.ParsePadMode(f.pad)
+	if err != nil {
+		return nil, err
+	}
+	var cropTo []int
+	if f.cropTo != "" {
+		if cropTo, err = ops.ParseSizes(f.cropTo); err != nil {
+			return nil, err
+		}
+	}
 	if f.threads < 1 {
 		return nil, fmt.Errorf("--threads %d must be at least 1", f.threads)
 	}
+	req := ops.Request{Op: op, Order: order, Layout: layout, Block: block, BlockOrder: blockOrder,
+		Crop: f.crop, Pad: pad, CropTo: cropTo}
+	if err := req.Check(); err != nil {
+		return nil, err
+	}
 	opts := &pipeline.Options{
-		Request: ops.Request{Op: op, Order: order, Layout: layout, Block: block, BlockOrder: blockOrder},
+		Request: req,
+		Note:    func(n string) { fmt.Fprintln(f.stderr, "depthspace: "+n) },
 		Source:  pipeline.Source{},
 		Threads: f.threads,
 	}

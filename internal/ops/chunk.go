@@ -35,15 +35,19 @@ type Chunker struct {
 	bytes   int   // the largest chunk, in bytes
 }
 
-// ErrNoChunks means the plan cannot be streamed (Fortran-order input).
+// ErrNoChunks means the plan cannot be streamed (Fortran-order input, a
+// crop or a pad: Streams says so beforehand).
 var ErrNoChunks = errors.New("plan cannot be streamed in chunks")
+
+// Streams reports whether the plan can run chunk by chunk (Chunker).
+func (p *Plan) Streams() bool { return !p.fortran && len(p.isBlock) == len(p.dims) && p.box == nil }
 
 // Chunker plans chunks of at most budget bytes where possible. seqIn asks
 // that chunks read the input strictly front to back (standard input),
 // seqOut that they write the output front to back (standard output); either
 // may force bigger chunks (at most one batch item).
 func (p *Plan) Chunker(budget int, seqIn, seqOut bool) (*Chunker, error) {
-	if p.fortran || len(p.isBlock) != len(p.dims) {
+	if p.fortran || len(p.isBlock) != len(p.dims) || p.box != nil {
 		return nil, ErrNoChunks
 	}
 	m := len(p.dims)

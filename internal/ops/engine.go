@@ -10,7 +10,7 @@ import (
 )
 
 // Run executes the plan: dst receives the output tensor (C order) gathered
-// from src, the input tensor as stored. Both must be exactly p.Bytes() long.
+// from src, the input tensor as stored: p.Bytes() and p.InBytes() long.
 // threads goroutines share the work; every byte of dst is written exactly
 // once, so the result does not depend on threads.
 //
@@ -18,19 +18,41 @@ import (
 // process raises SIGBUS) comes back as an error instead of killing the
 // process.
 func (p *Plan) Run(dst, src []byte, threads int) error {
-	if len(dst) != p.Bytes() || len(src) != p.Bytes() {
+	if len(dst) != p.Bytes() || len(src) != p.InBytes() {
 		return fmt.Errorf("internal error: buffers of %d and %d bytes for a %d-byte tensor", len(dst), len(src), p.Bytes())
 	}
 	if p.Bytes() == 0 {
 		return nil
 	}
+	if p.box != nil {
+		if err := p.runParts(p.box, p.stride, p.ostride, dst, src, threads, true); err != nil {
+			return err
+		}
+		return p.runEdgesSafely(dst, src, 0, p.Items())
+	}
 	return p.runParts(p.dims, p.stride, nil, dst, src, threads, true)
+}
+
+// runEdgesSafely runs the slabs (edges.go), a fault in a mapped input
+// coming back as an error as in the kernels.
+func (p *Plan) runEdgesSafely(dst, src []byte, first, count int) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &FaultError{Value: r}
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	p.runEdges(dst, src, first, count)
+	return nil
 }
 
 // runParts runs the gather dims/stride (output dense in output order
 // unless ostride says otherwise), cut into the parts of the plan's block
 // order (blockorder.go), one after another.
 func (p *Plan) runParts(dims, stride, ostride []int, dst, src []byte, threads int, mayStream bool) error {
+	if product(dims) == 0 {
+		return nil // an empty box: a crop or pad of an axis shorter than its block
+	}
 	if ostride == nil {
 		ostride = denseStrides(dims, false)
 	}
@@ -47,7 +69,7 @@ func (p *Plan) runParts(dims, stride, ostride []int, dst, src []byte, threads in
 // be produced item by item in bounded memory (a pipe, stdout).
 func (p *Plan) RunItems(dst, src []byte, first, count, threads int) error {
 	N := p.Items()
-	if len(src) != p.Bytes() || first < 0 || count < 0 || first > N || count > N-first {
+	if len(src) != p.InBytes() || first < 0 || count < 0 || first > N || count > N-first {
 		return fmt.Errorf("internal error: items [%d,%d) of %d", first, first+count, N)
 	}
 	itemBytes := 0
@@ -64,6 +86,14 @@ func (p *Plan) RunItems(dst, src []byte, first, count, threads int) error {
 	dims := append([]int(nil), p.dims...)
 	dims[0] = count
 	off := first * p.stride[0] * p.ElemSize
+	if p.box != nil {
+		box := append([]int(nil), p.box...)
+		box[0] = count
+		if err := p.runParts(box, p.stride, p.ostride, dst, src[off:], threads, true); err != nil {
+			return err
+		}
+		return p.runEdgesSafely(dst, src, first, count)
+	}
 	return p.runParts(dims, p.stride, nil, dst, src[off:], threads, true)
 }
 

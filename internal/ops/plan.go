@@ -171,6 +171,13 @@ type Request struct {
 	Layout     Layout
 	Block      Block
 	BlockOrder BlockOrder
+	// Sizes that are not a multiple of the block (edges.go): Crop drops
+	// the rows and columns that do not fill a block, Pad fills them
+	// (space-to-depth); CropTo cuts the output's spatial axes
+	// (depth-to-space).
+	Crop   bool
+	Pad    PadMode
+	CropTo []int
 }
 
 // Plan is a validated request for one input shape. Its gather form says, for
@@ -190,7 +197,17 @@ type Plan struct {
 	dims    []int  // gather form: extents in output order
 	stride  []int  // input stride in elements of each dim
 	isBlock []bool // the dim is a block offset ki (see chunk.go)
+	role    []role // what each dim is (edges.go)
 	fortran bool
+	// A plan whose sizes are not a multiple of the block (edges.go): the
+	// kernels run the box of whole blocks inside the input and the
+	// output, ostride gives the output strides of the dims (nil: dense
+	// over dims) and edges the slabs around the box, moved element by
+	// element.
+	inBytes int
+	box     []int
+	ostride []int
+	edges   *edgeSet
 	// pinv is the inverse of the block order (pinv[kk] is the group that
 	// holds block offset kk), nil for row-major (blockorder.go).
 	pinv []int
@@ -222,8 +239,17 @@ func (p *Plan) Items() int { return p.items }
 // Elements is the number of elements of input and output alike.
 func (p *Plan) Elements() int { return product(p.Out) }
 
-// Bytes is the size in bytes of input and output alike.
+// Bytes is the size in bytes of the output (and of the input, but for a
+// plan that crops or pads: InBytes).
 func (p *Plan) Bytes() int { return p.Elements() * p.ElemSize }
+
+// InBytes is the size in bytes of the input tensor data.
+func (p *Plan) InBytes() int {
+	if p.edges != nil || p.box != nil {
+		return p.inBytes
+	}
+	return p.Bytes()
+}
 
 // axisNames names the spatial axes in error messages the way users name
 // them: a 2-D image has a height and a width.
@@ -290,15 +316,27 @@ func NewPlan(req Request, in []int, elemSize int, fortran bool) (*Plan, error) {
 	if req.Layout.channelsLast() {
 		chAxis, spAxis = rank-1, 1
 	}
+	if err := req.checkEdges(k); err != nil {
+		return nil, err
+	}
 	out := append([]int(nil), in...)
+	space := append([]int(nil), in...) // the space tensor as the gather sees it
 	switch req.Op {
 	case SpaceToDepth:
 		for i := 0; i < k; i++ {
 			s := in[spAxis+i]
-			if s%blocks[i] != 0 {
-				return nil, fmt.Errorf("%s %d is not divisible by block %d", names[i], s, blocks[i])
+			if r := s % blocks[i]; r != 0 {
+				switch {
+				case req.Crop:
+					s -= r
+				case req.Pad != PadNone:
+					s += blocks[i] - r
+				default:
+					return nil, fmt.Errorf("%s %d is not divisible by block %d", names[i], s, blocks[i])
+				}
 			}
 			out[spAxis+i] = s / blocks[i]
+			space[spAxis+i] = s
 		}
 		c, ok := mulOK(in[chAxis], bTotal)
 		if !ok {
@@ -317,10 +355,22 @@ func NewPlan(req Request, in []int, elemSize int, fortran bool) (*Plan, error) {
 			}
 			out[spAxis+i] = s
 		}
+		space = append([]int(nil), out...)
+		if req.CropTo != nil {
+			if len(req.CropTo) != k {
+				return nil, fmt.Errorf("--crop-to %s has %d sizes but the tensor has %d spatial axes", sizesString(req.CropTo), len(req.CropTo), k)
+			}
+			for i, d := range req.CropTo {
+				if d > out[spAxis+i] {
+					return nil, fmt.Errorf("--crop-to %s: %s %d is larger than the output's %d", sizesString(req.CropTo), names[i], d, out[spAxis+i])
+				}
+				out[spAxis+i] = d
+			}
+		}
 	default:
 		return nil, fmt.Errorf("unknown operation %d", req.Op)
 	}
-	if t, ok := checkedProduct(out); !ok || t != total {
+	if t, ok := checkedProduct(out); !ok || (t != total && !req.changesSize()) {
 		return nil, fmt.Errorf("output shape %v overflows", shapeString(out))
 	}
 	// The user's output shape: HW's space side drops the channel axis of
@@ -331,8 +381,17 @@ func NewPlan(req Request, in []int, elemSize int, fortran bool) (*Plan, error) {
 	}
 	p.Out = append([]int(nil), p.Out...)
 	p.normIn, p.normOut = in, out
-	p.dims, p.stride, p.isBlock = gatherForm(req, blocks, in, out, denseStrides(in, fortran))
+	if req.Op == SpaceToDepth {
+		p.dims, p.stride, p.isBlock, p.role = gatherForm(req, blocks, space, out, denseStrides(in, fortran))
+	} else {
+		p.dims, p.stride, p.isBlock, p.role = gatherForm(req, blocks, in, space, denseStrides(in, fortran))
+	}
 	p.fortran = fortran
+	if req.changesSize() {
+		if err := p.planEdges(in, out, space); err != nil {
+			return nil, err
+		}
+	}
 	perm, err := req.BlockOrder.Offsets(blocks)
 	if err != nil {
 		return nil, err
@@ -360,7 +419,7 @@ func NewCopy(shape []int, elemSize int, fortran bool) (*Plan, error) {
 	return &Plan{
 		In: append([]int(nil), shape...), Out: append([]int(nil), shape...), ElemSize: elemSize, items: items,
 		dims: append([]int(nil), shape...), stride: denseStrides(shape, fortran),
-		isBlock: make([]bool, len(shape)), fortran: fortran,
+		isBlock: make([]bool, len(shape)), role: make([]role, len(shape)), fortran: fortran,
 	}, nil
 }
 
@@ -413,7 +472,7 @@ func denseStrides(shape []int, fortran bool) []int {
 // Si = Oi·bi split into (oi, ki), and the "depth" tensor [N, C·B, O1…OK]
 // whose channel splits into (kk, c) for DCR or (c, kk) for CRD, kk itself
 // split row-major into (k1…kK). SPEC's formula is exactly this relabelling.
-func gatherForm(req Request, b, in, out []int, inStride []int) (dims, stride []int, isBlock []bool) {
+func gatherForm(req Request, b, in, out []int, inStride []int) (dims, stride []int, isBlock []bool, roles []role) {
 	rank := len(in)
 	k := rank - 2
 	chAxis, spAxis := 1, 2
@@ -424,11 +483,13 @@ func gatherForm(req Request, b, in, out []int, inStride []int) (dims, stride []i
 	type axis struct {
 		extent, stride int
 		block          bool
+		role           role
 	}
 	var n, c axis
 	o := make([]axis, k)
 	kb := make([]axis, k)
-	n = axis{extent: in[0], stride: inStride[0]}
+	n = axis{extent: in[0], stride: inStride[0], role: role{kind: 'n'}}
+	c.role = role{kind: 'c'}
 	space := in
 	if req.Op == DepthToSpace {
 		space = out
@@ -438,6 +499,7 @@ func gatherForm(req Request, b, in, out []int, inStride []int) (dims, stride []i
 		o[i].extent = space[spAxis+i] / b[i]
 		kb[i].extent = b[i]
 		kb[i].block = true
+		o[i].role, kb[i].role = role{kind: 'o', axis: i}, role{kind: 'k', axis: i}
 	}
 	c.extent = C
 	if req.Op == SpaceToDepth {
@@ -502,8 +564,9 @@ func gatherForm(req Request, b, in, out []int, inStride []int) (dims, stride []i
 		dims = append(dims, a.extent)
 		stride = append(stride, a.stride)
 		isBlock = append(isBlock, a.block)
+		roles = append(roles, a.role)
 	}
-	return dims, stride, isBlock
+	return dims, stride, isBlock, roles
 }
 
 func product(s []int) int {
@@ -559,4 +622,9 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// sizesString writes sizes as the flags take them: 4,6.
+func sizesString(s []int) string {
+	return strings.Trim(shapeString(s), "[]")
 }

@@ -149,6 +149,7 @@ func NewReorder(r ReorderRequest, in []int, elemSize int, fortran bool) (*Plan, 
 		p.dims = append(p.dims, l.extent)
 		p.stride = append(p.stride, l.stride)
 		p.isBlock = append(p.isBlock, l.block)
+		p.role = append(p.role, role{kind: 'c'})
 	}
 	return p, nil
 }

@@ -83,7 +83,7 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan) []MemberJob {
 		}
 		if t.Stream != nil {
 			jobs[i].Load = func() error {
-				data, err := readWhole(t.Stream, int64(p.Bytes()))
+				data, err := readWhole(t.Stream, int64(p.InBytes()))
 				if err != nil {
 					return pathErr("stdin", err)
 				}

@@ -93,7 +93,7 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 	f, off := t.file()
 	switch {
 	case t.Stream != nil:
-		in = &sequential{r: t.Stream, sz: int64(plan.Bytes())}
+		in = &sequential{r: t.Stream, sz: int64(plan.InBytes())}
 	case f != nil:
 		in = offsetReader{f, off}
 	default:
@@ -129,7 +129,7 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 		}
 		if t.Stream != nil {
 			if extra, _ := io.Copy(io.Discard, io.LimitReader(t.Stream, 1<<20)); extra > 0 {
-				return fmt.Errorf("bytes beyond the %d data bytes the header describes", plan.Bytes())
+				return fmt.Errorf("bytes beyond the %d data bytes the header describes", plan.InBytes())
 			}
 		}
 		return nil

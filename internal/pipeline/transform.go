@@ -35,6 +35,9 @@ type Options struct {
 	// ops.NewPlan (space-to-depth, depth-to-space); reorder and convert
 	// give their own (ops.NewReorder, ops.NewCopy).
 	Planner func(shape []int, elemSize int, fortran bool) (*ops.Plan, error)
+	// Note, when set, is told what the user should know of a job that
+	// succeeds (what --crop dropped), as "PATH: what".
+	Note func(string)
 }
 
 // plan plans the job for one tensor.
@@ -81,13 +84,17 @@ func Transform(opts Options) (*Result, error) {
 	if err := checkOutput(opts, t, to); err != nil {
 		return nil, err
 	}
+	if n := plan.CropNote(); n != "" && opts.Note != nil {
+		opts.Note(displayInput(opts.Path) + ": " + n)
+	}
 	out := format.Header{DType: t.DType, Shape: plan.Out}
-	if to != format.KindJSON && !t.Fortran {
+	if to != format.KindJSON && plan.Streams() {
 		err = streamStore(opts, to, out, plan, t)
 	} else {
 		if t.Stream != nil {
-			// JSON output and Fortran-order input need the whole tensor.
-			if t.Data, err = readWhole(t.Stream, int64(plan.Bytes())); err != nil {
+			// JSON output, Fortran-order input, a crop or a pad need the
+			// whole tensor.
+			if t.Data, err = readWhole(t.Stream, int64(plan.InBytes())); err != nil {
 				return nil, pathErr("stdin", err)
 			}
 			t.Stream = nil
@@ -328,4 +335,11 @@ func memberErr(t *Tensor, err error) error {
 		return fmt.Errorf("npz member %q: %w", t.Name, err)
 	}
 	return err
+}
+
+func displayInput(path string) string {
+	if path == "-" {
+		return "stdin"
+	}
+	return path
 }

@@ -1,4 +1,5 @@
-"""numpy peer for --block-order and the layouts chw, hwc and hw.
+"""numpy peer for --block-order, the layouts chw, hwc and hw, and --crop,
+--pad (numpy.pad's constant, edge and reflect) and --crop-to.
 
 gen DIR: writes inputs and jobs.json; the expected output of every job is
 numpy's own slicing of the block offsets, written the way pipelines write
@@ -80,6 +81,39 @@ def gen(d):
                 common = {"Order": dorder, "Layout": layout, "Block": block, "BlockOrder": order}
                 jobs.append(dict(common, Op="s2d", Input=f"x{i}.npy", Output=f"s2d{i}.npy", Want=f"y{i}.npy"))
                 jobs.append(dict(common, Op="d2s", Input=f"y{i}.npy", Output=f"d2s{i}.npy", Want=f"x{i}.npy"))
+                i += 1
+    # Sizes that are not a multiple of the block: numpy.pad in each mode,
+    # numpy's crop, and the crop back (d2s --crop-to) of a padded s2d.
+    pads = [("hw", (5, 7), (2, 2)), ("nchw", (2, 3, 7, 5), (2, 2)), ("nhwc", (1, 5, 9, 2), (3, 2)),
+            ("hwc", (7, 7, 3), (4, 2)), ("hw", (1, 3), (2, 2)), ("chw", (2, 9, 4), (4, 3))]
+    for layout, shape, blocks in pads:
+        sp = {"hw": 0, "hwc": 0, "chw": 1, "nchw": 2, "nhwc": 1}[layout]
+        for mode, npmode in (("zero", "constant"), ("edge", "edge"), ("reflect", "reflect"), ("crop", None)):
+            for order in ("row-major", "0,1,3,2" if blocks[0] * blocks[1] == 4 else "col-major"):
+                dt = np.dtype(dtypes[i % len(dtypes)])
+                x = rng.integers(0, 250, size=shape).astype(dt)
+                widths = [(0, 0)] * len(shape)
+                cut = [slice(None)] * len(shape)
+                for a, b in enumerate(blocks):
+                    n = shape[sp + a]
+                    widths[sp + a] = (0, -n % b)
+                    cut[sp + a] = slice(0, n // b * b)
+                if npmode:
+                    xs = np.pad(x, widths, mode=npmode)
+                    extra = ["--pad", mode]
+                else:
+                    xs = x[tuple(cut)]
+                    extra = ["--crop"]
+                y = s2d(xs, layout, "dcr", blocks, order).astype(dt)
+                block = "x".join(str(b) for b in blocks)
+                np.save(os.path.join(d, f"x{i}.npy"), x)
+                np.save(os.path.join(d, f"y{i}.npy"), y)
+                common = {"Order": "dcr", "Layout": layout, "Block": block, "BlockOrder": order}
+                jobs.append(dict(common, Op="s2d", Input=f"x{i}.npy", Output=f"s2d{i}.npy", Want=f"y{i}.npy", Extra=extra))
+                if npmode:
+                    sizes = ",".join(str(shape[sp + a]) for a in range(len(blocks)))
+                    jobs.append(dict(common, Op="d2s", Input=f"y{i}.npy", Output=f"d2s{i}.npy", Want=f"x{i}.npy",
+                                     Extra=["--crop-to", sizes]))
                 i += 1
     with open(os.path.join(d, "jobs.json"), "w") as f:
         json.dump(jobs, f)
