@@ -12,11 +12,12 @@ import (
 
 // reorderFlags are the flags of `depthspace reorder`, as typed.
 type reorderFlags struct {
-	fromOrder, toOrder   string
-	fromLayout, toLayout string
-	block                string
-	output               string
-	threads              int
+	fromOrder, toOrder           string
+	fromLayout, toLayout         string
+	fromBlockOrder, toBlockOrder string
+	block                        string
+	output                       string
+	threads                      int
 	formatFlags
 	batchFlags
 }
@@ -24,7 +25,7 @@ type reorderFlags struct {
 func newReorderCmd(s *streams) *cobra.Command {
 	f := &reorderFlags{}
 	cmd := &cobra.Command{
-		Use:   "reorder [--from-order O --to-order O -b BLOCK] [--from-layout L --to-layout L] [flags] [INPUT | --out-dir DIR INPUT...]",
+		Use:   "reorder [--from-order O --to-order O -b BLOCK] [--from-block-order P --to-block-order P -b BLOCK] [--from-layout L --to-layout L] [flags] [INPUT | --out-dir DIR INPUT...]",
 		Short: "Repair depth-side data in the other channel order (DCR/CRD) or layout (NCHW/NHWC)",
 		Long: `Reorder converts depth-side data (the output of space-to-depth, the input
 of depth-to-space) from one channel order to the other, and any tensor from
@@ -34,8 +35,10 @@ other order needs:
   DCR -> CRD   channel kk*C + c  becomes  c*B + kk   (B = block product)
   CRD -> DCR   channel c*B + kk  becomes  kk*C + c
   NCHW <-> NHWC   the channel axis moves last / second
+  --from-block-order P --to-block-order Q   the channel groups permuted:
+               the group holding block offset P[j] moves to where Q holds it
 
-Both can be combined in one pass. It runs on the same engine as s2d/d2s:
+All can be combined in one pass. It runs on the same engine as s2d/d2s:
 same speed, same formats (npy, raw, json, onnx, npz), same output flags.
 An npz archive is reordered array by array and keeps its member names.`,
 		Example: `  # An exporter wrote CRD where the model expects DCR (block 2)
@@ -46,6 +49,9 @@ An npz archive is reordered array by array and keeps its member names.`,
 
   # Both at once, on an ONNX test-data tensor
   depthspace reorder --from-order dcr --to-order crd -b 2 --from-layout nhwc --to-layout nchw input_0.pb -o fixed.pb
+
+  # Camera planes packed R,G,B,G (SID) to R,G,G,B
+  depthspace reorder --from-block-order 0,1,3,2 --to-block-order rggb -b 2 --from-layout hwc --to-layout hwc packed.npy -o planes.npy
 
   # A whole tree, as s2d/d2s batches do
   depthspace reorder --from-order crd --to-order dcr -b 2 --out-dir fixed/ exported/`,
@@ -75,8 +81,10 @@ An npz archive is reordered array by array and keeps its member names.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.fromOrder, "from-order", "", "channel order of the input: dcr or crd")
 	fl.StringVar(&f.toOrder, "to-order", "", "channel order of the output: dcr or crd")
+	fl.StringVar(&f.fromBlockOrder, "from-block-order", "", "block order of the input: row-major, col-major, rggb|bggr|grbg|gbrg or p0,p1,...")
+	fl.StringVar(&f.toBlockOrder, "to-block-order", "", "block order of the output")
 	fl.StringVarP(&f.block, "block", "b", "", "block size the channels were made with (needed to change the order): 2 or 2x3")
-	fl.StringVar(&f.fromLayout, "from-layout", "", "layout of the input: nchw or nhwc")
+	fl.StringVar(&f.fromLayout, "from-layout", "", "layout of the input: nchw or nhwc (chw or hwc without a batch axis)")
 	fl.StringVar(&f.toLayout, "to-layout", "", "layout of the output: nchw or nhwc")
 	fl.StringVarP(&f.output, "output", "o", "-", "output file, or - for standard output")
 	f.formatFlags.register(fl, "-o's")
@@ -106,10 +114,21 @@ func (f *reorderFlags) request() (ops.ReorderRequest, error) {
 	if (f.fromLayout == "") != (f.toLayout == "") {
 		return r, errors.New("--from-layout and --to-layout go together: give both")
 	}
-	if f.fromOrder == "" && f.fromLayout == "" {
-		return r, errors.New("nothing to reorder: give --from-order/--to-order (with -b) or --from-layout/--to-layout")
+	if (f.fromBlockOrder == "") != (f.toBlockOrder == "") {
+		return r, errors.New("--from-block-order and --to-block-order go together: give both")
+	}
+	if f.fromOrder == "" && f.fromLayout == "" && f.fromBlockOrder == "" {
+		return r, errors.New("nothing to reorder: give --from-order/--to-order or --from-block-order/--to-block-order (with -b), or --from-layout/--to-layout")
 	}
 	var err error
+	if f.fromBlockOrder != "" {
+		if r.FromBlockOrder, err = ops.ParseBlockOrder(f.fromBlockOrder); err != nil {
+			return r, err
+		}
+		if r.ToBlockOrder, err = ops.ParseBlockOrder(f.toBlockOrder); err != nil {
+			return r, err
+		}
+	}
 	if f.fromOrder != "" {
 		if r.FromOrder, err = ops.ParseOrder(f.fromOrder); err != nil {
 			return r, err
@@ -131,7 +150,10 @@ func (f *reorderFlags) request() (ops.ReorderRequest, error) {
 			return r, err
 		}
 	} else if r.ChangesOrder() {
-		return r, fmt.Errorf("--from-order %s --to-order %s needs -b BLOCK: the block the channels were made with", r.FromOrder, r.ToOrder)
+		if r.FromOrder != r.ToOrder {
+			return r, fmt.Errorf("--from-order %s --to-order %s needs -b BLOCK: the block the channels were made with", r.FromOrder, r.ToOrder)
+		}
+		return r, fmt.Errorf("--from-block-order %s --to-block-order %s needs -b BLOCK: the block the channels were made with", r.FromBlockOrder, r.ToBlockOrder)
 	}
 	return r, nil
 }

@@ -149,10 +149,12 @@ func (p *Plan) parts(dims, stride, ostride []int) []part {
 	if p.pinv == nil {
 		return []part{whole}
 	}
-	var bd []int // the block dims, k1…kK
-	for d, b := range p.isBlock {
-		if b {
-			bd = append(bd, d)
+	bd := p.groupDims // the dims that number the groups, k1…kK
+	if bd == nil {
+		for d, b := range p.isBlock {
+			if b {
+				bd = append(bd, d)
+			}
 		}
 	}
 	K := len(bd)
@@ -169,10 +171,10 @@ func (p *Plan) parts(dims, stride, ostride []int) []part {
 			in += k * stride[bd[i]]
 			out += k * ostride[bd[i]]
 		}
-		if p.Op == SpaceToDepth {
-			out = p.pinv[kk] * ostride[last]
-		} else {
+		if p.groupInput {
 			in = p.pinv[kk] * stride[last]
+		} else {
+			out = p.pinv[kk] * ostride[last]
 		}
 		iOff[kk], oOff[kk] = in, out
 	}

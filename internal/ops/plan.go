@@ -209,8 +209,12 @@ type Plan struct {
 	ostride []int
 	edges   *edgeSet
 	// pinv is the inverse of the block order (pinv[kk] is the group that
-	// holds block offset kk), nil for row-major (blockorder.go).
-	pinv []int
+	// holds block offset kk), nil for row-major (blockorder.go). It
+	// permutes the output's groups, or with groupInput the input's; the
+	// group axis is the block dims, or groupDims where set (reorder).
+	pinv       []int
+	groupInput bool
+	groupDims  []int
 }
 
 // NormIn and NormOut are the shapes as NCHW or NHWC: the layouts without a
@@ -396,6 +400,7 @@ func NewPlan(req Request, in []int, elemSize int, fortran bool) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.groupInput = req.Op == DepthToSpace
 	if !isIdentity(perm) {
 		p.pinv = make([]int, len(perm))
 		for j, kk := range perm {

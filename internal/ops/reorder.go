@@ -20,13 +20,17 @@ import (
 // only when the orders differ (it gives B, the block offsets per channel
 // group); with equal orders it may be nil.
 type ReorderRequest struct {
-	FromOrder, ToOrder   Order
-	FromLayout, ToLayout Layout
-	Block                Block
+	FromOrder, ToOrder           Order
+	FromLayout, ToLayout         Layout
+	Block                        Block
+	FromBlockOrder, ToBlockOrder BlockOrder
 }
 
-// ChangesOrder says whether the request permutes channels.
-func (r ReorderRequest) ChangesOrder() bool { return r.FromOrder != r.ToOrder }
+// ChangesOrder says whether the request permutes channels: another channel
+// order or another block order.
+func (r ReorderRequest) ChangesOrder() bool {
+	return r.FromOrder != r.ToOrder || r.FromBlockOrder.String() != r.ToBlockOrder.String()
+}
 
 // ChangesLayout says whether the request transposes the channel axis.
 func (r ReorderRequest) ChangesLayout() bool { return r.FromLayout != r.ToLayout }
@@ -34,10 +38,27 @@ func (r ReorderRequest) ChangesLayout() bool { return r.FromLayout != r.ToLayout
 // NewReorder validates r against an input of the given shape (in r's
 // FromLayout) and plans the reorder. The output is C order in ToLayout.
 func NewReorder(r ReorderRequest, in []int, elemSize int, fortran bool) (*Plan, error) {
-	for _, l := range []Layout{r.FromLayout, r.ToLayout} {
-		if l != NCHW && l != NHWC {
-			return nil, fmt.Errorf("reorder converts between nchw and nhwc, not %s", l)
+	// The layouts without a batch axis are reordered as NCHW / NHWC with
+	// one added; hw is the depth side's hwc.
+	batchless := func(l Layout) bool { return l == CHW || l == HWC || l == HW }
+	if batchless(r.FromLayout) != batchless(r.ToLayout) {
+		return nil, fmt.Errorf("reorder keeps the batch axis: %s to %s would add or drop one", r.FromLayout, r.ToLayout)
+	}
+	if batchless(r.FromLayout) {
+		norm := r
+		norm.FromLayout, norm.ToLayout = NCHW, NCHW
+		if r.FromLayout.channelsLast() {
+			norm.FromLayout = NHWC
 		}
+		if r.ToLayout.channelsLast() {
+			norm.ToLayout = NHWC
+		}
+		p, err := NewReorder(norm, append([]int{1}, in...), elemSize, fortran)
+		if err != nil {
+			return nil, err
+		}
+		p.In, p.Out = append([]int(nil), in...), p.Out[1:]
+		return p, nil
 	}
 	rank := len(in)
 	if rank < 3 {
@@ -57,6 +78,7 @@ func NewReorder(r ReorderRequest, in []int, elemSize int, fortran bool) (*Plan, 
 	}
 	k := rank - 2
 	B := 1
+	var groups []int // output group j reads input group groups[j]; nil: the same
 	if r.Block != nil {
 		blocks, err := expandBlock(r.Block, k)
 		if err != nil {
@@ -65,8 +87,37 @@ func NewReorder(r ReorderRequest, in []int, elemSize int, fortran bool) (*Plan, 
 		if B, ok = checkedProduct(blocks); !ok {
 			return nil, fmt.Errorf("block %s: the product of the block edges overflows", Block(blocks))
 		}
+		from, err := r.FromBlockOrder.Offsets(blocks)
+		if err != nil {
+			return nil, fmt.Errorf("--from-block-order: %w", err)
+		}
+		to, err := r.ToBlockOrder.Offsets(blocks)
+		if err != nil {
+			return nil, fmt.Errorf("--to-block-order: %w", err)
+		}
+		if from != nil || to != nil {
+			// Output group j holds offset to[j], which the input keeps in
+			// the group whose offset from[g] is the same.
+			at := func(t []int, v int) int {
+				if t == nil {
+					return v
+				}
+				return t[v]
+			}
+			inv := make([]int, B)
+			for g := 0; g < B; g++ {
+				inv[at(from, g)] = g
+			}
+			groups = make([]int, B)
+			for j := range groups {
+				groups[j] = inv[at(to, j)]
+			}
+			if isIdentity(groups) {
+				groups = nil
+			}
+		}
 	} else if r.ChangesOrder() {
-		return nil, errors.New("changing the channel order needs the block size (-b)")
+		return nil, errors.New("changing the channel order or the block order needs the block size (-b)")
 	}
 	chIn, spIn := 1, 2
 	if r.FromLayout == NHWC {
@@ -82,6 +133,7 @@ func NewReorder(r ReorderRequest, in []int, elemSize int, fortran bool) (*Plan, 
 	type label struct {
 		extent, stride int
 		block          bool
+		group          bool // the channel group kk
 	}
 	n := label{extent: in[0], stride: st[0]}
 	sp := make([]label, k)
@@ -95,7 +147,7 @@ func NewReorder(r ReorderRequest, in []int, elemSize int, fortran bool) (*Plan, 
 	chs := st[chIn]
 	var channel []label
 	if r.ChangesOrder() {
-		kk := label{extent: B, block: true}
+		kk := label{extent: B, block: true, group: true}
 		c := label{extent: C}
 		if r.FromOrder == DCR { // ch = kk·C + c
 			kk.stride, c.stride = chs*C, chs
@@ -145,6 +197,16 @@ func NewReorder(r ReorderRequest, in []int, elemSize int, fortran bool) (*Plan, 
 		out = append(out, CB)
 	}
 	p := &Plan{In: append([]int(nil), in...), Out: out, ElemSize: elemSize, fortran: fortran, items: in[0]}
+	if groups != nil {
+		// The kk label is the group axis; its permutation is read on the
+		// input side, as for depth-to-space (blockorder.go).
+		p.pinv, p.groupInput = groups, true
+		for d, l := range seq {
+			if l.group {
+				p.groupDims = []int{d}
+			}
+		}
+	}
 	for _, l := range seq {
 		p.dims = append(p.dims, l.extent)
 		p.stride = append(p.stride, l.stride)

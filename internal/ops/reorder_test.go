@@ -231,10 +231,19 @@ func TestReorderEqualsOperatorComposition(t *testing.T) {
 		layout := Layout(rng.Intn(2))
 		from := Order(rng.Intn(2))
 		to := 1 - from
+		if i%2 == 1 {
+			to = from // a block order change alone
+		}
 		k := 1 + rng.Intn(2)
 		blocks := make([]int, k)
 		for j := range blocks {
 			blocks[j] = 1 + rng.Intn(3)
+		}
+		// Block orders too: reorder --from-block-order A --to-block-order
+		// B is d2s with A then s2d with B.
+		fromBO, toBO := randomBlockOrder(rng, blocks), randomBlockOrder(rng, blocks)
+		if i%2 == 1 && fromBO.String() == toBO.String() {
+			toBO = BlockOrder{Name: "col-major"}
 		}
 		B := product(blocks)
 		in := make([]int, k+2)
@@ -247,7 +256,7 @@ func TestReorderEqualsOperatorComposition(t *testing.T) {
 		}
 		in[ch] *= B
 		elem := []int{1, 2, 4}[rng.Intn(3)]
-		d2s, err := NewPlan(Request{Op: DepthToSpace, Order: from, Layout: layout, Block: blocks}, in, elem, false)
+		d2s, err := NewPlan(Request{Op: DepthToSpace, Order: from, Layout: layout, Block: blocks, BlockOrder: fromBO}, in, elem, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +265,7 @@ func TestReorderEqualsOperatorComposition(t *testing.T) {
 		if err := d2s.Run(space, src, 1); err != nil {
 			t.Fatal(err)
 		}
-		s2d, err := NewPlan(Request{Op: SpaceToDepth, Order: to, Layout: layout, Block: blocks}, d2s.Out, elem, false)
+		s2d, err := NewPlan(Request{Op: SpaceToDepth, Order: to, Layout: layout, Block: blocks, BlockOrder: toBO}, d2s.Out, elem, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +273,8 @@ func TestReorderEqualsOperatorComposition(t *testing.T) {
 		if err := s2d.Run(want, space, 1); err != nil {
 			t.Fatal(err)
 		}
-		re, err := NewReorder(ReorderRequest{FromOrder: from, ToOrder: to, FromLayout: layout, ToLayout: layout, Block: blocks}, in, elem, false)
+		re, err := NewReorder(ReorderRequest{FromOrder: from, ToOrder: to, FromLayout: layout, ToLayout: layout, Block: blocks,
+			FromBlockOrder: fromBO, ToBlockOrder: toBO}, in, elem, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,9 +283,38 @@ func TestReorderEqualsOperatorComposition(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Fatalf("%v %v→%v b%v in%v: reorder differs from d2s %v then s2d %v", layout, from, to, blocks, in, from, to)
+			t.Fatalf("%v %v→%v %v→%v b%v in%v: reorder differs from d2s then s2d", layout, from, to, fromBO, toBO, blocks, in)
+		}
+		if got := runChunked(t, re, src, 1+rng.Intn(len(src)+8)); !bytes.Equal(got, want) {
+			t.Fatalf("%v %v→%v %v→%v b%v in%v: chunked reorder differs from d2s then s2d", layout, from, to, fromBO, toBO, blocks, in)
 		}
 	}
+}
+
+// runChunked runs p chunk by chunk with the given budget.
+func runChunked(t *testing.T, p *Plan, src []byte, budget int) []byte {
+	t.Helper()
+	ck, err := p.Chunker(budget, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, p.Bytes())
+	for k := 0; k < ck.Len(); k++ {
+		ch := ck.Chunk(k)
+		var in []byte
+		for _, s := range ch.In {
+			in = append(in, src[s.Off:s.Off+s.Len]...)
+		}
+		out := make([]byte, ch.Bytes)
+		if err := ck.Run(ch, out, in, 2); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range ch.Out {
+			copy(got[s.Off:], out[:s.Len])
+			out = out[s.Len:]
+		}
+	}
+	return got
 }
 
 func TestReorderErrors(t *testing.T) {
