@@ -29,6 +29,8 @@ var workloads = []struct {
 	{"W1_f32_d2s_bggr", Request{Op: DepthToSpace, Block: Block{2}, BlockOrder: BlockOrder{Name: "bggr"}}, []int{4, 256, 512, 512}, 4},
 	{"RAW_u16_s2d_hw_rggb", Request{Op: SpaceToDepth, Layout: HW, Block: Block{2}}, []int{4096, 6144}, 2},
 	{"RAW_u16_s2d_hw_sid", Request{Op: SpaceToDepth, Layout: HW, Block: Block{2}, BlockOrder: BlockOrder{Perm: []int{0, 1, 3, 2}}}, []int{4096, 6144}, 2},
+	{"RAW_u16_s2d_hw_bggr", Request{Op: SpaceToDepth, Layout: HW, Block: Block{2}, BlockOrder: BlockOrder{Name: "bggr"}}, []int{4096, 6144}, 2},
+	{"RAW_u16_s2d_hw_colmajor", Request{Op: SpaceToDepth, Layout: HW, Block: Block{2}, BlockOrder: BlockOrder{Name: "col-major"}}, []int{4096, 6144}, 2},
 }
 
 var benchBufs struct {

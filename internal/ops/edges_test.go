@@ -245,3 +245,28 @@ func TestEdgeErrors(t *testing.T) {
 		t.Error("--crop-to 4,x accepted")
 	}
 }
+
+// gatherRow and scatterRow walk strides of either sign.
+func TestRowsAnyStride(t *testing.T) {
+	src := make([]uint16, 64)
+	for i := range src {
+		src[i] = uint16(i)
+	}
+	for _, stride := range []int{-5, -3, -2, -1, 0, 1, 2, 3, 4, 7} {
+		for n := 0; n < 6; n++ {
+			at := 30
+			d := make([]uint16, n)
+			gatherRow(d, src, at, stride)
+			back := make([]uint16, 64)
+			scatterRow(back, at, stride, d)
+			for x := 0; x < n; x++ {
+				if d[x] != uint16(at+x*stride) {
+					t.Fatalf("gatherRow stride %d n %d: d[%d] = %d", stride, n, x, d[x])
+				}
+				if stride != 0 && back[at+x*stride] != d[x] {
+					t.Fatalf("scatterRow stride %d n %d: element %d misplaced", stride, n, x)
+				}
+			}
+		}
+	}
+}
