@@ -17,6 +17,10 @@ type DType struct {
 	// BFloat16 marks a V2 element read as bfloat16 in JSON. In npy it is
 	// stored as ml_dtypes stores it: an opaque "<V2".
 	BFloat16 bool
+	// Tag names an opaque type that safetensors knows by name (F8_E4M3,
+	// F8_E5M2, F8_E8M0): moved as bytes (npy |V1), written back under
+	// its name (safetensors.go).
+	Tag string
 	// descr is the npy descr exactly as read from a file, kept so that an
 	// output "keeps the input's descr" byte for byte (SPEC, Formats).
 	descr string
