@@ -30,6 +30,15 @@ func TestBlockOrderNumpy(t *testing.T) {
 	peerJobs(t, "numpy", "blockorder_peer.py")
 }
 
+// TestSafetensorsNumpy: numpy, with the format's few-line reference
+// reader and writer, writes a safetensors file of every dtype the format
+// has; depthspace runs s2d on every member, and on the members --member
+// picks; numpy checks each tensor, the names, their order and
+// __metadata__.
+func TestSafetensorsNumpy(t *testing.T) {
+	peerJobs(t, "numpy", "safetensors_peer.py")
+}
+
 // peerJobs runs a Python peer's round trip: the peer script (in
 // testdata/interop) writes inputs and a jobs.json ("gen DIR"), depthspace
 // runs every job, and the peer checks every output ("check DIR").

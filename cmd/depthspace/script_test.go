@@ -33,6 +33,7 @@ func TestScripts(t *testing.T) {
 			"hash":     cmdHash,
 			"writenpy": cmdWriteNpy,
 			"truncate": cmdTruncate,
+			"mkst":     cmdMkSafetensors,
 		},
 		RequireExplicitExec: true,
 		// Under -race every exiting process sleeps 1 s by default
@@ -175,4 +176,19 @@ func cmdTruncate(ts *testscript.TestScript, neg bool, args []string) {
 		n += fi.Size()
 	}
 	ts.Check(os.Truncate(name, n))
+}
+
+// mkst OUT HEADER DATA writes a safetensors file by hand: the 8-byte
+// little-endian length of the text file HEADER, that text, then the bytes
+// of DATA (each without the trailing newline a txtar section ends with). Scripts use it for honest
+// and hostile files alike.
+func cmdMkSafetensors(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: mkst out header data")
+	}
+	h := strings.TrimSuffix(ts.ReadFile(args[1]), "\n")
+	data := strings.TrimSuffix(ts.ReadFile(args[2]), "\n")
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(h)))
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(string(n[:])+h+data), 0o644))
 }

@@ -2,6 +2,7 @@ package format
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 )
@@ -19,7 +20,21 @@ const (
 	// KindNpz is a numpy savez / savez_compressed archive: one npy tensor
 	// per member (npz.go).
 	KindNpz Kind = "npz"
+	// KindSafetensors is a Hugging Face safetensors file: named tensors
+	// and string metadata (safetensors.go).
+	KindSafetensors Kind = "safetensors"
 )
+
+// IsContainer reports whether a format holds named tensors, worked on
+// member by member.
+func IsContainer(k Kind) bool { return k == KindNpz || k == KindSafetensors }
+
+// MemberWriter writes a container's members one after another: npz and
+// safetensors share the pipeline's member mechanism through it.
+type MemberWriter interface {
+	Member(name string, h Header) (io.Writer, error)
+	Close() error
+}
 
 // ParseKind reads a --from/--to value.
 func ParseKind(s string) (Kind, error) {
@@ -34,8 +49,10 @@ func ParseKind(s string) (Kind, error) {
 		return KindONNX, nil
 	case "npz":
 		return KindNpz, nil
+	case "safetensors", "st":
+		return KindSafetensors, nil
 	}
-	return "", fmt.Errorf("unknown format %q (want npy, raw, json, onnx or npz)", s)
+	return "", fmt.Errorf("unknown format %q (want npy, raw, json, onnx, npz or safetensors)", s)
 }
 
 // KindByExtension names the format a file name implies, or "". A .onnx
@@ -52,6 +69,8 @@ func KindByExtension(name string) Kind {
 		return KindONNX
 	case ".npz":
 		return KindNpz
+	case ".safetensors":
+		return KindSafetensors
 	}
 	return ""
 }
@@ -66,7 +85,8 @@ func ExtensionError(name string) error {
 }
 
 // Sniff names the format the first bytes imply: the npy magic, the zip
-// magic of an npz, or JSON's opening '[' or '{' after white space. Raw data
+// magic of an npz, a safetensors header length followed by '{', or JSON's
+// opening '[' or '{' after white space. Raw data
 // and ONNX protobuf have no signature.
 func Sniff(data []byte) Kind {
 	if strings.HasPrefix(string(data[:min(len(data), 6)]), NpyMagic) {
@@ -74,6 +94,9 @@ func Sniff(data []byte) Kind {
 	}
 	if strings.HasPrefix(string(data[:min(len(data), 4)]), zipMagic) {
 		return KindNpz
+	}
+	if SniffSafetensors(data) {
+		return KindSafetensors
 	}
 	for _, c := range data[:min(len(data), 4096)] {
 		switch c {

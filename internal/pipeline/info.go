@@ -12,7 +12,7 @@ import (
 // with --json, exactly this struct marshalled.
 type Info struct {
 	Path   string `json:"path"`
-	Format string `json:"format"` // npy, raw, json, npz or onnx
+	Format string `json:"format"` // npy, raw, json, npz, onnx or safetensors
 	// Name is an npz member's name (one Info per member) or an ONNX
 	// tensor's name; Compressed says an npz member is deflated.
 	Name       string `json:"name,omitempty"`
@@ -142,6 +142,9 @@ func describe(path string, t *Tensor, block ops.Block) *Info {
 	}
 	if t.Fortran {
 		info.Order = "F"
+	}
+	if t.Kind == format.KindSafetensors {
+		info.Descr, _ = format.SafetensorsName(t.DType) // the file's own name for it
 	}
 	if t.input != nil {
 		info.FileBytes = int64(len(t.input.Data))

@@ -66,7 +66,10 @@ type Tensor struct {
 	Name string
 	// Compressed says an npz member was deflated (savez_compressed).
 	Compressed bool
-	input      *fileio.Input
+	// Metadata is a safetensors file's __metadata__, on each of its
+	// tensors, for an output that keeps it.
+	Metadata [][2]string
+	input    *fileio.Input
 	// members are the arrays of an npz archive, while it is being loaded
 	// (LoadAll hands them out); shared counts the members still open on
 	// the one mapping they all point into.
@@ -144,7 +147,7 @@ func Load(src Source) (*Tensor, error) {
 		names[i] = m.Name
 	}
 	closeAll(t.members)
-	return nil, pathErr(src.Path, fmt.Errorf("is an npz archive of %d arrays (%s); this command reads one tensor", len(names), strings.Join(names, ", ")))
+	return nil, pathErr(src.Path, fmt.Errorf("%s of %d arrays (%s); this command reads one tensor", containerName(t.Kind), len(names), strings.Join(names, ", ")))
 }
 
 // LoadAll reads and decodes every tensor of one input: the members of an
@@ -272,6 +275,8 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 		t.Header, t.Data, t.Name = ot.Header, ot.Data, ot.Name
 	case format.KindNpz:
 		return decodeNpz(in, want, shape)
+	case format.KindSafetensors:
+		return decodeSafetensors(in, want, shape)
 	default:
 		return nil, fmt.Errorf("unknown format %q", kind)
 	}
@@ -400,4 +405,43 @@ func decodeNpz(in *fileio.Input, want *format.DType, shape []int) (*Tensor, erro
 	}
 	sh.refs.Store(int32(len(container.members)))
 	return container, nil
+}
+
+// decodeSafetensors reads every tensor of a safetensors file, in data
+// order; each tensor's data is a slice of the mapping.
+func decodeSafetensors(in *fileio.Input, want *format.DType, shape []int) (*Tensor, error) {
+	st, err := format.ReadSafetensors(in.Data)
+	if err != nil {
+		return nil, err
+	}
+	if len(st.Members) == 0 {
+		return nil, errors.New("the safetensors file holds no tensors")
+	}
+	sh := &sharedInput{in: in}
+	container := &Tensor{Kind: format.KindSafetensors}
+	for _, m := range st.Members {
+		h := format.Header{DType: m.DType, Shape: m.Shape}
+		if want != nil {
+			if h.DType, err = want.Reinterpret(m.DType); err != nil {
+				return nil, fmt.Errorf("safetensors tensor %q: %w", m.Name, err)
+			}
+		}
+		if shape != nil && format.ShapeString(shape) != format.ShapeString(m.Shape) {
+			return nil, fmt.Errorf("safetensors tensor %q: --shape %s does not match its shape %s", m.Name, format.ShapeString(shape), format.ShapeString(m.Shape))
+		}
+		container.members = append(container.members, &Tensor{
+			Header: h, Kind: format.KindSafetensors, Data: m.Data, Name: m.Name,
+			Metadata: st.Metadata, input: in, shared: sh,
+		})
+	}
+	sh.refs.Store(int32(len(container.members)))
+	return container, nil
+}
+
+// containerName says what a container input is, for messages.
+func containerName(k format.Kind) string {
+	if k == format.KindSafetensors {
+		return "is a safetensors file"
+	}
+	return "is an npz archive"
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 
 	"github.com/depthspace/depthspace/internal/format"
@@ -26,27 +27,43 @@ const DefaultMemberName = "arr_0"
 // as one npz archive (to == npz), or refuses an archive of several arrays
 // written to a single-tensor format.
 func transformMembers(opts Options, ts []*Tensor, to format.Kind) (*Result, error) {
-	if to != format.KindNpz {
+	if !format.IsContainer(to) {
 		names := make([]string, len(ts))
 		for i, t := range ts {
 			names[i] = t.Name
 		}
-		return nil, pathErr(opts.Path, fmt.Errorf("is an npz archive of %d arrays (%s); %s output holds one tensor: write an .npz (-o OUT.npz or --to npz)", len(ts), strings.Join(names, ", "), to))
+		return nil, pathErr(opts.Path, fmt.Errorf("%s of %d arrays (%s); %s output holds one tensor: write an .npz or .safetensors (-o OUT.npz, --to npz)", containerName(ts[0].Kind), len(ts), strings.Join(names, ", "), to))
 	}
 	// Plan every member before writing anything: an impossible shape in
 	// the last member leaves no output at all.
 	plans := make([]*ops.Plan, len(ts))
+	picked := 0
 	for i, t := range ts {
-		p, err := opts.plan(t)
+		var p *ops.Plan
+		var err error
+		if selected(opts.Members, t.Name) {
+			p, err = opts.plan(t)
+			picked++
+		} else {
+			// Not picked by --member: copied through unchanged.
+			p, err = ops.NewCopy(t.Shape, t.DType.Size, t.Fortran)
+		}
 		if err != nil {
 			return nil, pathErr(opts.Path, memberErr(t, err))
 		}
 		plans[i] = p
 	}
+	if picked == 0 {
+		names := make([]string, len(ts))
+		for i, t := range ts {
+			names[i] = t.Name
+		}
+		return nil, pathErr(opts.Path, fmt.Errorf("--member %s matches none of its members (%s)", strings.Join(opts.Members, " --member "), strings.Join(names, ", ")))
+	}
 	if err := checkOutput(opts, ts[0], to); err != nil {
 		return nil, err
 	}
-	res, err := StoreMembers(opts.Output, opts.Stdout, opts.BufferLimit, memberJobs(opts, ts, plans))
+	res, err := StoreMembers(opts.Output, to, opts.Stdout, opts.BufferLimit, memberJobs(opts, ts, plans))
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +82,9 @@ type MemberJob struct {
 	Load func() error
 	// Result describes the job for the caller.
 	Result *Result
+	// Metadata is the source's safetensors __metadata__ (the first job's
+	// is written).
+	Metadata [][2]string
 }
 
 func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan) []MemberJob {
@@ -72,12 +92,12 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan) []MemberJob {
 	for i, t := range ts {
 		t, p := t, plans[i]
 		name := t.Name
-		if t.Kind != format.KindNpz || name == "" {
+		if !format.IsContainer(t.Kind) || name == "" {
 			name = DefaultMemberName
 		}
 		jobs[i] = MemberJob{
 			Name: name, Header: format.Header{DType: t.DType, Shape: p.Out},
-			Producer: producer(p, t, opts.Threads), Compressed: t.Compressed,
+			Producer: producer(p, t, opts.Threads), Compressed: t.Compressed, Metadata: t.Metadata,
 			Result: &Result{Input: opts.Path, Output: opts.Output, InShape: t.Shape, OutShape: p.Out,
 				DType: t.DType.Name(), Bytes: int64(p.Bytes()), Name: name},
 		}
@@ -95,11 +115,12 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan) []MemberJob {
 	return jobs
 }
 
-// StoreMembers writes jobs as one npz archive to path ("-": stdout),
-// atomically for files. Members are deflated when any source member was.
+// StoreMembers writes jobs as one container (npz or safetensors) to path
+// ("-": stdout), atomically for files. npz members are deflated when any
+// source member was; a safetensors file keeps the source's __metadata__.
 // Each member's bytes are produced a batch of items at a time, so memory
 // stays within limit for all but a single item larger than it.
-func StoreMembers(path string, stdout io.Writer, limit int, jobs []MemberJob) (*Result, error) {
+func StoreMembers(path string, kind format.Kind, stdout io.Writer, limit int, jobs []MemberJob) (*Result, error) {
 	if limit <= 0 {
 		limit = DefaultBufferLimit
 	}
@@ -120,7 +141,22 @@ func StoreMembers(path string, stdout io.Writer, limit int, jobs []MemberJob) (*
 		return nil, pathErr(displayName(path), err)
 	}
 	bw := bufio.NewWriterSize(out, 1<<16)
-	zw := format.NewNpzWriter(bw, compress)
+	var zw format.MemberWriter
+	if kind == format.KindSafetensors {
+		specs := make([]format.MemberSpec, len(jobs))
+		for i, j := range jobs {
+			specs[i] = format.MemberSpec{Name: j.Name, Header: j.Header}
+		}
+		var meta [][2]string
+		if len(jobs) > 0 {
+			meta = jobs[0].Metadata
+		}
+		if zw, err = format.NewSafetensorsWriter(bw, specs, meta); err != nil {
+			return fail(err)
+		}
+	} else {
+		zw = format.NewNpzWriter(bw, compress)
+	}
 	res := &Result{Output: path}
 	for _, j := range jobs {
 		if j.Load != nil {
@@ -133,7 +169,7 @@ func StoreMembers(path string, stdout io.Writer, limit int, jobs []MemberJob) (*
 			return fail(err)
 		}
 		if err := produceTo(w, j.Header.DataBytes(), limit, j.Producer); err != nil {
-			return fail(fmt.Errorf("npz member %q: %w", j.Name, err))
+			return fail(fmt.Errorf("%s member %q: %w", kind, j.Name, err))
 		}
 		if j.Result != nil {
 			res.Members = append(res.Members, j.Result)
@@ -206,4 +242,19 @@ func readWhole(r io.Reader, n int64) ([]byte, error) {
 		return nil, fmt.Errorf("bytes beyond the %d data bytes the header describes", n)
 	}
 	return b, nil
+}
+
+// selected reports whether a member is worked on: every member when no
+// --member is given, else those whose name matches one of the globs
+// (path.Match: * does not cross a '/').
+func selected(globs []string, name string) bool {
+	if len(globs) == 0 {
+		return true
+	}
+	for _, g := range globs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
 }

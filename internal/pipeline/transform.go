@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/depthspace/depthspace/internal/format"
 	fileio "github.com/depthspace/depthspace/internal/io"
@@ -38,6 +39,9 @@ type Options struct {
 	// Note, when set, is told what the user should know of a job that
 	// succeeds (what --crop dropped), as "PATH: what".
 	Note func(string)
+	// Members (--member GLOB, repeatable) selects the members of a
+	// container to work on; the others are copied to the output unchanged.
+	Members []string
 }
 
 // plan plans the job for one tensor.
@@ -74,7 +78,25 @@ func Transform(opts Options) (*Result, error) {
 	defer closeAll(ts)
 	t := ts[0]
 	to := outputKind(opts.To, opts.Output, t.Kind)
-	if to == format.KindNpz || len(ts) > 1 {
+	if len(opts.Members) > 0 && !format.IsContainer(t.Kind) {
+		return nil, pathErr(opts.Path, fmt.Errorf("--member picks members of an npz or safetensors input; this is one %s tensor", t.Kind))
+	}
+	if len(opts.Members) > 0 && !format.IsContainer(to) {
+		// One member out of a container, into a single-tensor format.
+		var picked []*Tensor
+		var names []string
+		for _, m := range ts {
+			if selected(opts.Members, m.Name) {
+				picked = append(picked, m)
+				names = append(names, m.Name)
+			}
+		}
+		if len(picked) != 1 {
+			return nil, pathErr(opts.Path, fmt.Errorf("--member %s matches %d members (%s); %s output holds one tensor", strings.Join(opts.Members, " --member "), len(picked), strings.Join(names, ", "), to))
+		}
+		ts, t = picked, picked[0]
+	}
+	if format.IsContainer(to) || len(ts) > 1 {
 		return transformMembers(opts, ts, to)
 	}
 	plan, err := opts.plan(t)
@@ -111,9 +133,9 @@ func Transform(opts Options) (*Result, error) {
 // streamStore writes the result chunk by chunk (stream.go): to a file from
 // several workers at once, to standard output in order.
 func streamStore(opts Options, to format.Kind, h format.Header, plan *ops.Plan, t *Tensor) error {
-	if to == format.KindNpz {
+	if format.IsContainer(to) {
 		// One tensor as an archive of one member (members.go).
-		_, err := StoreMembers(opts.Output, opts.Stdout, opts.BufferLimit, memberJobs(opts, []*Tensor{t}, []*ops.Plan{plan}))
+		_, err := StoreMembers(opts.Output, to, opts.Stdout, opts.BufferLimit, memberJobs(opts, []*Tensor{t}, []*ops.Plan{plan}))
 		return err
 	}
 	out, err := fileio.Create(opts.Output, opts.Stdout)
@@ -229,9 +251,9 @@ func StoreNamed(path string, kind format.Kind, h format.Header, name string, std
 	if limit <= 0 {
 		limit = DefaultBufferLimit
 	}
-	if kind == format.KindNpz {
+	if format.IsContainer(kind) {
 		// One tensor as an archive of one member (members.go).
-		_, err := StoreMembers(path, stdout, limit, []MemberJob{{Name: DefaultMemberName, Header: h, Producer: p}})
+		_, err := StoreMembers(path, kind, stdout, limit, []MemberJob{{Name: DefaultMemberName, Header: h, Producer: p}})
 		return err
 	}
 	out, err := fileio.Create(path, stdout)
@@ -323,16 +345,16 @@ func preambleFor(kind format.Kind, h format.Header, name string) ([]byte, error)
 		return format.EncodeNpyFile(h), nil
 	case format.KindONNX:
 		return format.ONNXPreamble(h, name)
-	case format.KindNpz:
-		return nil, errors.New("internal error: npz output goes through the members path")
+	case format.KindNpz, format.KindSafetensors:
+		return nil, errors.New("internal error: container output goes through the members path")
 	}
 	return nil, nil
 }
 
 // memberErr names the npz member an error is about.
 func memberErr(t *Tensor, err error) error {
-	if t.Kind == format.KindNpz && t.Name != "" {
-		return fmt.Errorf("npz member %q: %w", t.Name, err)
+	if format.IsContainer(t.Kind) && t.Name != "" {
+		return fmt.Errorf("%s member %q: %w", t.Kind, t.Name, err)
 	}
 	return err
 }
