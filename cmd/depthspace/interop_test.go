@@ -39,6 +39,14 @@ func TestSafetensorsNumpy(t *testing.T) {
 	peerJobs(t, "numpy", "safetensors_peer.py")
 }
 
+// TestPNGPillow: Pillow writes PNGs of every mode (8- and 16-bit gray,
+// gray+alpha, RGB, RGBA, palette with and without transparency);
+// depthspace reads them (convert to npy, s2d of a gray and an RGB image)
+// and writes them back; numpy and Pillow check the pixels both ways.
+func TestPNGPillow(t *testing.T) {
+	peerJobs(t, "PIL", "png_peer.py")
+}
+
 // peerJobs runs a Python peer's round trip: the peer script (in
 // testdata/interop) writes inputs and a jobs.json ("gen DIR"), depthspace
 // runs every job, and the peer checks every output ("check DIR").
@@ -64,6 +72,9 @@ func peerJobs(t *testing.T, module, script string) {
 		var stderr bytes.Buffer
 		args := []string{j.Op, "-b", j.Block, "--order", j.Order, "--layout", j.Layout,
 			filepath.Join(dir, j.Input), "-o", filepath.Join(dir, j.Output)}
+		if j.Op == "convert" {
+			args = []string{"convert", filepath.Join(dir, j.Input), filepath.Join(dir, j.Output)}
+		}
 		if j.BlockOrder != "" {
 			args = append(args, "--block-order", j.BlockOrder)
 		}

@@ -146,8 +146,8 @@ type formatFlags struct {
 // register adds the flags; output names what the output format follows
 // by default ("-o's", "OUTPUT's").
 func (f *formatFlags) register(fl *pflag.FlagSet, output string) {
-	fl.StringVar(&f.from, "from", "", "input format: npy, raw, json, onnx (TensorProto .pb), npz or safetensors (default: by extension, then by content)")
-	fl.StringVar(&f.to, "to", "", "output format: npy, raw, json, onnx, npz or safetensors (default: by "+output+" extension, else the input's format)")
+	fl.StringVar(&f.from, "from", "", "input format: npy, raw, json, onnx (TensorProto .pb), npz, safetensors or png (default: by extension, then by content)")
+	fl.StringVar(&f.to, "to", "", "output format: npy, raw, json, onnx, npz, safetensors or png (default: by "+output+" extension, else the input's format)")
 	fl.StringVar(&f.dtype, "dtype", "", "element type of raw input or a bare JSON array (float32, uint8, f4, >i2, bfloat16, FLOAT16, ...)")
 	fl.StringVar(&f.shape, "shape", "", "shape of raw input, as D1,D2,...")
 	fl.StringArrayVar(&f.members, "member", nil, "in an npz or safetensors input, work on the members whose names match this glob (repeatable); the others are copied unchanged")
@@ -211,7 +211,7 @@ temporary file and renamed into place when complete, or to standard output.
 
 With --out-dir DIR, any number of INPUTs, files or directories, make a
 batch. Directories are walked recursively (symbolic links followed, loops
-reported) for tensor files (.npy .json .raw .bin .pb .npz .safetensors), in byte-wise
+reported) for tensor files (.npy .json .raw .bin .pb .npz .safetensors .png), in byte-wise
 sorted order of their paths relative to the directory; each result goes
 to DIR/REL (a file argument: DIR/NAME), with the extension of --to's
 format if --to is given. A file that fails is reported and the batch goes
@@ -413,8 +413,8 @@ func registerCompletions(cmd *cobra.Command) {
 	_ = cmd.RegisterFlagCompletionFunc("block-order", fixed("row-major\tthe default", "col-major\tfirst spatial axis fastest (YOLOv5 Focus)",
 		"rggb\tBayer RGGB: groups R,G,G,B", "bggr\tBayer BGGR: groups R,G,G,B", "grbg\tBayer GRBG: groups R,G,G,B", "gbrg\tBayer GBRG: groups R,G,G,B",
 		"0,1,3,2\tSID pack_raw: R,G,B,G of RGGB"))
-	_ = cmd.RegisterFlagCompletionFunc("from", fixed("npy", "raw", "json", "onnx", "npz", "safetensors"))
-	_ = cmd.RegisterFlagCompletionFunc("to", fixed("npy", "raw", "json", "onnx", "npz", "safetensors"))
+	_ = cmd.RegisterFlagCompletionFunc("from", fixed("npy", "raw", "json", "onnx", "npz", "safetensors", "png"))
+	_ = cmd.RegisterFlagCompletionFunc("to", fixed("npy", "raw", "json", "onnx", "npz", "safetensors", "png"))
 	_ = cmd.RegisterFlagCompletionFunc("block", fixed("2", "3", "4", "2x2", "2x3"))
 	_ = cmd.RegisterFlagCompletionFunc("dtype", fixed(strings.Fields("float32 float16 bfloat16 float64 int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool complex64 complex128")...))
 	_ = cmd.RegisterFlagCompletionFunc("progress", fixed("auto\ta bar when stderr is a terminal", "always\ta bar, or plain lines when stderr is not a terminal", "never\tonly the summary"))

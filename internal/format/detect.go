@@ -23,6 +23,8 @@ const (
 	// KindSafetensors is a Hugging Face safetensors file: named tensors
 	// and string metadata (safetensors.go).
 	KindSafetensors Kind = "safetensors"
+	// KindPNG is a PNG image: uint8/uint16 [H, W] or [H, W, C] (png.go).
+	KindPNG Kind = "png"
 )
 
 // IsContainer reports whether a format holds named tensors, worked on
@@ -51,8 +53,10 @@ func ParseKind(s string) (Kind, error) {
 		return KindNpz, nil
 	case "safetensors", "st":
 		return KindSafetensors, nil
+	case "png":
+		return KindPNG, nil
 	}
-	return "", fmt.Errorf("unknown format %q (want npy, raw, json, onnx, npz or safetensors)", s)
+	return "", fmt.Errorf("unknown format %q (want npy, raw, json, onnx, npz, safetensors or png)", s)
 }
 
 // KindByExtension names the format a file name implies, or "". A .onnx
@@ -71,6 +75,8 @@ func KindByExtension(name string) Kind {
 		return KindNpz
 	case ".safetensors":
 		return KindSafetensors
+	case ".png":
+		return KindPNG
 	}
 	return ""
 }
@@ -97,6 +103,9 @@ func Sniff(data []byte) Kind {
 	}
 	if SniffSafetensors(data) {
 		return KindSafetensors
+	}
+	if SniffPNG(data) {
+		return KindPNG
 	}
 	for _, c := range data[:min(len(data), 4096)] {
 		switch c {

@@ -277,6 +277,20 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 		return decodeNpz(in, want, shape)
 	case format.KindSafetensors:
 		return decodeSafetensors(in, want, shape)
+	case format.KindPNG:
+		h, data, err := format.DecodePNG(in.Data)
+		if err != nil {
+			return nil, err
+		}
+		if want != nil {
+			if h.DType, err = want.Reinterpret(h.DType); err != nil {
+				return nil, err
+			}
+		}
+		if shape != nil && format.ShapeString(shape) != format.ShapeString(h.Shape) {
+			return nil, fmt.Errorf("--shape %s does not match the image's shape %s", format.ShapeString(shape), format.ShapeString(h.Shape))
+		}
+		t.Header, t.Data = h, data
 	default:
 		return nil, fmt.Errorf("unknown format %q", kind)
 	}

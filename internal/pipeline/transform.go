@@ -106,11 +106,16 @@ func Transform(opts Options) (*Result, error) {
 	if err := checkOutput(opts, t, to); err != nil {
 		return nil, err
 	}
+	if to == format.KindPNG {
+		if _, _, err := format.PNGShape(format.Header{DType: t.DType, Shape: plan.Out}); err != nil {
+			return nil, pathErr(displayName(opts.Output), err)
+		}
+	}
 	if n := plan.CropNote(); n != "" && opts.Note != nil {
 		opts.Note(displayInput(opts.Path) + ": " + n)
 	}
 	out := format.Header{DType: t.DType, Shape: plan.Out}
-	if to != format.KindJSON && plan.Streams() {
+	if to != format.KindJSON && to != format.KindPNG && plan.Streams() {
 		err = streamStore(opts, to, out, plan, t)
 	} else {
 		if t.Stream != nil {
@@ -279,10 +284,13 @@ func displayName(path string) string {
 
 func store(out *fileio.Output, kind format.Kind, h format.Header, name string, limit int, p Producer) error {
 	size := h.DataBytes()
-	if kind == format.KindJSON {
+	if kind == format.KindJSON || kind == format.KindPNG {
 		data := make([]byte, size)
 		if err := p.Run(data, 0, p.Items); err != nil {
 			return err
+		}
+		if kind == format.KindPNG {
+			return format.EncodePNG(out, h, data)
 		}
 		return format.EncodeJSON(out, h.DType, h.Shape, data)
 	}
