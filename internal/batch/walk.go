@@ -37,7 +37,7 @@ func IsTensorName(name string) bool {
 
 // tensorExts are the extensions an output may be given, in order of
 // preference for a format (raw: .raw before .bin).
-var tensorExts = []string{".npy", ".json", ".raw", ".bin", ".pb", ".npz", ".safetensors", ".png"}
+var tensorExts = []string{".npy", ".json", ".raw", ".bin", ".pb", ".npz", ".safetensors", ".png", ".tar"}
 
 // extension is the file extension of format k: the first of tensorExts
 // that format detection reads as k (ONNX: .pb), or "." + k.

@@ -25,7 +25,16 @@ const (
 	KindSafetensors Kind = "safetensors"
 	// KindPNG is a PNG image: uint8/uint16 [H, W] or [H, W, C] (png.go).
 	KindPNG Kind = "png"
+	// KindTar is a tar archive of tensor files and others: a WebDataset
+	// shard (pipeline/tar.go).
+	KindTar Kind = "tar"
 )
+
+// SniffTar reports whether b (at least the first 512 bytes) is a tar
+// header: the ustar magic at offset 257.
+func SniffTar(b []byte) bool {
+	return len(b) >= 263 && string(b[257:262]) == "ustar"
+}
 
 // IsContainer reports whether a format holds named tensors, worked on
 // member by member.
@@ -55,8 +64,10 @@ func ParseKind(s string) (Kind, error) {
 		return KindSafetensors, nil
 	case "png":
 		return KindPNG, nil
+	case "tar":
+		return KindTar, nil
 	}
-	return "", fmt.Errorf("unknown format %q (want npy, raw, json, onnx, npz, safetensors or png)", s)
+	return "", fmt.Errorf("unknown format %q (want npy, raw, json, onnx, npz, safetensors, png or tar)", s)
 }
 
 // KindByExtension names the format a file name implies, or "". A .onnx
@@ -77,6 +88,8 @@ func KindByExtension(name string) Kind {
 		return KindSafetensors
 	case ".png":
 		return KindPNG
+	case ".tar":
+		return KindTar
 	}
 	return ""
 }

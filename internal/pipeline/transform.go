@@ -68,14 +68,24 @@ type Result struct {
 	Members []*Result `json:",omitempty"`
 }
 
-// Transform runs one job: load, plan, run, store. An npz input, or an npz
-// output, is transformed array by array (members.go).
+// Transform runs one job: load, plan, run, store. An npz or safetensors
+// input or output is transformed member by member (members.go), a tar
+// shard file by file (tar.go).
 func Transform(opts Options) (*Result, error) {
+	if isTar(opts) {
+		return transformTar(opts)
+	}
 	ts, err := LoadAll(opts.Source)
 	if err != nil {
 		return nil, err
 	}
 	defer closeAll(ts)
+	return transformTensors(opts, ts)
+}
+
+// transformTensors runs the job on the decoded tensors of one input.
+func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
+	var err error
 	t := ts[0]
 	to := outputKind(opts.To, opts.Output, t.Kind)
 	if len(opts.Members) > 0 && !format.IsContainer(t.Kind) {

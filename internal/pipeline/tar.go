@@ -1,0 +1,213 @@
+package pipeline
+
+import (
+	"archive/tar"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/depthspace/depthspace/internal/format"
+	fileio "github.com/depthspace/depthspace/internal/io"
+)
+
+// WebDataset shards: a tar of samples (000123.input.npy, 000123.cls,
+// 000123.json, …). The job runs on the tensor members — the .npy files
+// by default, the ones --member picks otherwise (.png and .safetensors
+// included) — each in its own format; every other member is copied
+// through byte for byte. The output keeps every member's name, order,
+// mode, owner and time. The archive is read and written in one pass, from
+// a file or a pipe to a file or a pipe, one member at a time: memory holds
+// one member, whatever the size of the shard.
+//
+// Names are never used as paths: a member called ../x.npy is worked on and
+// written back into the output tar under the same name, never to the file
+// system.
+
+// isTar reports whether the job's input is a tar shard: --from tar, the
+// .tar extension, or a file with the ustar magic.
+func isTar(opts Options) bool {
+	switch {
+	case opts.From != "":
+		return opts.From == format.KindTar
+	case opts.Path == "-":
+		return false // a piped tar needs --from tar
+	case format.KindByExtension(opts.Path) != "":
+		return format.KindByExtension(opts.Path) == format.KindTar
+	}
+	f, err := os.Open(opts.Path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(f, head)
+	return format.SniffTar(head[:n])
+}
+
+// transformTar runs opts on every tensor member of a tar shard.
+func transformTar(opts Options) (*Result, error) {
+	to := outputKind(opts.To, opts.Output, format.KindTar)
+	if to != format.KindTar {
+		return nil, pathErr(opts.Path, fmt.Errorf("is a tar shard; its output is a tar shard too (-o OUT.tar), not %s", to))
+	}
+	if opts.Output == "-" && opts.StdoutTTY {
+		return nil, pathErr("stdout", errors.New("refusing to write a binary tar to a terminal; use -o FILE or a redirect"))
+	}
+	var r io.Reader
+	if opts.Path == "-" {
+		r = opts.Stdin
+	} else {
+		f, err := os.Open(opts.Path)
+		if err != nil {
+			return nil, pathErr(opts.Path, err)
+		}
+		defer f.Close()
+		r = f
+		if o, err := os.Stat(opts.Output); err == nil && opts.Output != "-" {
+			if in, err := f.Stat(); err == nil && os.SameFile(in, o) {
+				return nil, pathErr(opts.Output, errors.New("is the input file (or a link to it); write the result to another path"))
+			}
+		}
+	}
+	out, err := fileio.Create(opts.Output, opts.Stdout)
+	if err != nil {
+		return nil, pathErr(opts.Output, err)
+	}
+	res, err := copyTar(opts, r, out)
+	if err != nil {
+		out.Abort()
+		return nil, err
+	}
+	if err := out.Commit(); err != nil {
+		return nil, pathErr(displayName(opts.Output), err)
+	}
+	return res, nil
+}
+
+// maxTarMember bounds one tensor member held in memory.
+const maxTarMember = 16 << 30
+
+func copyTar(opts Options, r io.Reader, w io.Writer) (*Result, error) {
+	name := displayInput(opts.Path)
+	tr := tar.NewReader(r)
+	tw := tar.NewWriter(w)
+	res := &Result{Input: opts.Path, Output: opts.Output}
+	worked := 0
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, pathErr(name, tarErr(err))
+		}
+		if hdr.Typeflag != tar.TypeReg || !isTensorMember(opts.Members, hdr.Name) {
+			if err := tw.WriteHeader(hdr); err != nil {
+				return nil, pathErr(name, err)
+			}
+			if _, err := io.Copy(tw, tr); err != nil {
+				return nil, pathErr(name, fmt.Errorf("member %q: %w", hdr.Name, tarErr(err)))
+			}
+			continue
+		}
+		if hdr.Size > maxTarMember {
+			return nil, pathErr(name, fmt.Errorf("member %q claims %d bytes: more than one member may hold (%d)", hdr.Name, hdr.Size, int64(maxTarMember)))
+		}
+		// Read what is there, never what the header claims: a lying size
+		// ends in "truncated", not in a large allocation.
+		data, err := io.ReadAll(io.LimitReader(tr, hdr.Size))
+		if err == nil && int64(len(data)) != hdr.Size {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return nil, pathErr(name, fmt.Errorf("member %q: %w", hdr.Name, tarErr(err)))
+		}
+		b, mres, err := transformMember(opts, hdr.Name, data)
+		if err != nil {
+			return nil, pathErr(name, fmt.Errorf("member %q: %w", hdr.Name, err))
+		}
+		h := *hdr
+		h.Size = int64(len(b))
+		if err := tw.WriteHeader(&h); err != nil {
+			return nil, pathErr(name, err)
+		}
+		if _, err := tw.Write(b); err != nil {
+			return nil, pathErr(name, err)
+		}
+		worked++
+		res.Members = append(res.Members, mres)
+		res.Bytes += mres.Bytes
+	}
+	if worked == 0 {
+		what := "no .npy member"
+		if len(opts.Members) > 0 {
+			what = "no member matching --member " + strings.Join(opts.Members, " --member ")
+		}
+		return nil, pathErr(name, fmt.Errorf("the tar shard has %s: nothing to do", what))
+	}
+	if err := tw.Close(); err != nil {
+		return nil, pathErr(name, err)
+	}
+	first := res.Members[0]
+	res.InShape, res.OutShape, res.DType = first.InShape, first.OutShape, first.DType
+	return res, nil
+}
+
+// isTensorMember says whether a regular member is worked on: .npy members
+// by default, those --member picks (by name or base name) otherwise.
+func isTensorMember(globs []string, name string) bool {
+	if len(globs) == 0 {
+		return strings.HasSuffix(strings.ToLower(name), ".npy")
+	}
+	return selected(globs, name) || selected(globs, path.Base(name))
+}
+
+// transformMember runs the job on one member's bytes, in the member's own
+// format (its extension, else its content), and returns the new bytes.
+func transformMember(opts Options, name string, data []byte) ([]byte, *Result, error) {
+	sub := opts
+	sub.Path = name
+	sub.Members = nil // --member chose this file; inside it, every tensor
+	kind := format.KindByExtension(name)
+	if kind == "" {
+		kind = format.Sniff(data)
+	}
+	if kind == "" || kind == format.KindTar || kind == format.KindRaw {
+		return nil, nil, errors.New("is not a tensor file depthspace reads by itself (npy, json, npz, safetensors, png, onnx)")
+	}
+	sub.From, sub.To = kind, kind
+	t, err := decode(sub.Source, &fileio.Input{Data: data})
+	if err != nil {
+		return nil, nil, err
+	}
+	ts := []*Tensor{t}
+	if t.members != nil {
+		ts = t.members
+	}
+	var buf bytes.Buffer
+	sub.Output, sub.Stdout, sub.StdoutTTY, sub.Note = "-", &buf, false, nil
+	r, err := transformTensors(sub, ts)
+	if err != nil {
+		var pe *PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the member's name is said by the caller
+		}
+		return nil, nil, err
+	}
+	r.Input, r.Output, r.Name = opts.Path, opts.Output, name
+	return buf.Bytes(), r, nil
+}
+
+func tarErr(err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return errors.New("truncated tar archive")
+	}
+	if errors.Is(err, tar.ErrHeader) {
+		return errors.New("not a valid tar archive (bad header)")
+	}
+	return err
+}
