@@ -63,6 +63,8 @@ type SafetensorsMember struct {
 	DType DType
 	Shape []int
 	Data  []byte // a slice of the file
+	// Offset is where Data starts in the file.
+	Offset int64
 }
 
 // Safetensors is a whole file: its members in data order, and its
@@ -125,6 +127,9 @@ func ReadSafetensors(b []byte) (*Safetensors, error) {
 	data := b[8+n:]
 	if err := st.place(data); err != nil {
 		return nil, err
+	}
+	for i := range st.Members {
+		st.Members[i].Offset += 8 + n
 	}
 	return &st.Safetensors, nil
 }
@@ -282,7 +287,7 @@ func (st *stHeader) place(data []byte) error {
 			return &SafetensorsError{Member: e.name, Msg: fmt.Sprintf("data_offsets [%d, %d] overlap the tensor before it (which ends at %d)", e.begin, e.end, at)}
 		}
 		at = e.end
-		st.Members = append(st.Members, SafetensorsMember{Name: e.name, DType: e.dtype, Shape: e.shape, Data: data[e.begin:e.end:e.end]})
+		st.Members = append(st.Members, SafetensorsMember{Name: e.name, DType: e.dtype, Shape: e.shape, Data: data[e.begin:e.end:e.end], Offset: e.begin})
 	}
 	if at != int64(len(data)) {
 		return &SafetensorsError{Msg: fmt.Sprintf("%d bytes after the last tensor's data", int64(len(data))-at)}
@@ -309,6 +314,20 @@ type MemberSpec struct {
 // NewSafetensorsWriter writes the header for members (in data order) and
 // metadata, and returns the writer for their data.
 func NewSafetensorsWriter(w io.Writer, members []MemberSpec, metadata [][2]string) (*SafetensorsWriter, error) {
+	pre, err := SafetensorsPreamble(members, metadata)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.Write(pre); err != nil {
+		return nil, err
+	}
+	return &SafetensorsWriter{w: w, members: members}, nil
+}
+
+// SafetensorsPreamble is what precedes the data of a safetensors file of
+// members (in data order) and metadata: the length and the header. Member
+// i's data then starts at len(preamble) + the sizes of those before it.
+func SafetensorsPreamble(members []MemberSpec, metadata [][2]string) ([]byte, error) {
 	var h bytes.Buffer
 	h.WriteByte('{')
 	if len(metadata) > 0 {
@@ -355,13 +374,7 @@ func NewSafetensorsWriter(w io.Writer, members []MemberSpec, metadata [][2]strin
 	}
 	var n [8]byte
 	binary.LittleEndian.PutUint64(n[:], uint64(h.Len()))
-	if _, err := w.Write(n[:]); err != nil {
-		return nil, err
-	}
-	if _, err := w.Write(h.Bytes()); err != nil {
-		return nil, err
-	}
-	return &SafetensorsWriter{w: w, members: members}, nil
+	return append(n[:], h.Bytes()...), nil
 }
 
 func writeJSONString(b *bytes.Buffer, s string) {

@@ -69,6 +69,8 @@ type Tensor struct {
 	// Metadata is a safetensors file's __metadata__, on each of its
 	// tensors, for an output that keeps it.
 	Metadata [][2]string
+	// dataOff is where a safetensors tensor's data starts in the file.
+	dataOff int64
 	input    *fileio.Input
 	// members are the arrays of an npz archive, while it is being loaded
 	// (LoadAll hands them out); shared counts the members still open on
@@ -87,11 +89,13 @@ type sharedInput struct {
 // file is the input's open file and the offset of its element data, for
 // positioned reads; nil when the input is not a regular file.
 func (t *Tensor) file() (*os.File, int64) {
-	// Only npy and raw data are bytes of the file; JSON is decoded.
-	if t.input == nil || t.input.File == nil || t.Stream != nil || (t.Kind != format.KindNpy && t.Kind != format.KindRaw) {
+	// Only npy, raw and safetensors data are bytes of the file; JSON is
+	// decoded.
+	if t.input == nil || t.input.File == nil || t.Stream != nil ||
+		(t.Kind != format.KindNpy && t.Kind != format.KindRaw && t.Kind != format.KindSafetensors) {
 		return nil, 0
 	}
-	off := t.input.Base
+	off := t.input.Base + t.dataOff
 	if t.Npy != nil {
 		off += t.Npy.DataOffset
 	}
@@ -445,7 +449,7 @@ func decodeSafetensors(in *fileio.Input, want *format.DType, shape []int) (*Tens
 		}
 		container.members = append(container.members, &Tensor{
 			Header: h, Kind: format.KindSafetensors, Data: m.Data, Name: m.Name,
-			Metadata: st.Metadata, input: in, shared: sh,
+			Metadata: st.Metadata, input: in, shared: sh, dataOff: m.Offset,
 		})
 	}
 	sh.refs.Store(int32(len(container.members)))

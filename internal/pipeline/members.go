@@ -85,6 +85,11 @@ type MemberJob struct {
 	// Metadata is the source's safetensors __metadata__ (the first job's
 	// is written).
 	Metadata [][2]string
+	// Stream, when set, writes the member's data at offset base of a file
+	// output chunk by chunk from several workers, as a single npy is
+	// (stream.go): a safetensors output, whose layout is known up front,
+	// takes it.
+	Stream func(out *fileio.Output, base int64) error
 }
 
 func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan) []MemberJob {
@@ -100,6 +105,11 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan) []MemberJob {
 			Producer: producer(p, t, opts.Threads), Compressed: t.Compressed, Metadata: t.Metadata,
 			Result: &Result{Input: opts.Path, Output: opts.Output, InShape: t.Shape, OutShape: p.Out,
 				DType: t.DType.Name(), Bytes: int64(p.Bytes()), Name: name},
+		}
+		if p.Streams() && t.Stream == nil {
+			jobs[i].Stream = func(out *fileio.Output, base int64) error {
+				return streamRun(p, t, out, base, opts.Threads, opts.ChunkBytes, opts.Progress)
+			}
 		}
 		if t.Stream != nil {
 			jobs[i].Load = func() error {
@@ -139,6 +149,9 @@ func StoreMembers(path string, kind format.Kind, stdout io.Writer, limit int, jo
 			return nil, err
 		}
 		return nil, pathErr(displayName(path), err)
+	}
+	if kind == format.KindSafetensors && out.IsFile() {
+		return storeSafetensorsFile(out, path, limit, jobs, fail)
 	}
 	bw := bufio.NewWriterSize(out, 1<<16)
 	var zw format.MemberWriter
@@ -257,4 +270,74 @@ func selected(globs []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// storeSafetensorsFile writes a safetensors file output by offsets: the
+// preamble first, then each member where the header puts it, streamed
+// chunk by chunk by several workers when its plan allows (the speed and
+// memory of a single npy), else produced a batch of items at a time.
+func storeSafetensorsFile(out *fileio.Output, path string, limit int, jobs []MemberJob, fail func(error) (*Result, error)) (*Result, error) {
+	specs := make([]format.MemberSpec, len(jobs))
+	total := int64(0)
+	for i, j := range jobs {
+		specs[i] = format.MemberSpec{Name: j.Name, Header: j.Header}
+		total += j.Header.DataBytes()
+	}
+	var meta [][2]string
+	if len(jobs) > 0 {
+		meta = jobs[0].Metadata
+	}
+	pre, err := format.SafetensorsPreamble(specs, meta)
+	if err != nil {
+		return fail(err)
+	}
+	if err := out.Reserve(int64(len(pre)) + total); err != nil {
+		return fail(err)
+	}
+	if _, err := out.WriteAt(pre, 0); err != nil {
+		return fail(err)
+	}
+	res := &Result{Output: path}
+	off := int64(len(pre))
+	for _, j := range jobs {
+		if j.Load != nil {
+			if err := j.Load(); err != nil {
+				return fail(err)
+			}
+		}
+		var err error
+		if j.Stream != nil {
+			err = j.Stream(out, off)
+		} else {
+			err = produceTo(&offsetWriter{out: out, off: off}, j.Header.DataBytes(), limit, j.Producer)
+		}
+		if err != nil {
+			return fail(fmt.Errorf("safetensors member %q: %w", j.Name, err))
+		}
+		off += j.Header.DataBytes()
+		if j.Result != nil {
+			res.Members = append(res.Members, j.Result)
+			res.Bytes += j.Result.Bytes
+		}
+	}
+	if err := out.Commit(); err != nil {
+		return nil, pathErr(displayName(path), err)
+	}
+	if len(res.Members) > 0 {
+		first := res.Members[0]
+		res.Input, res.InShape, res.OutShape, res.DType = first.Input, first.InShape, first.OutShape, first.DType
+	}
+	return res, nil
+}
+
+// offsetWriter writes sequentially from off into a file output.
+type offsetWriter struct {
+	out *fileio.Output
+	off int64
+}
+
+func (w *offsetWriter) Write(p []byte) (int, error) {
+	n, err := w.out.WriteAt(p, w.off)
+	w.off += int64(n)
+	return n, err
 }
