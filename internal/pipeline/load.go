@@ -71,7 +71,7 @@ type Tensor struct {
 	Metadata [][2]string
 	// dataOff is where a safetensors tensor's data starts in the file.
 	dataOff int64
-	input    *fileio.Input
+	input   *fileio.Input
 	// members are the arrays of an npz archive, while it is being loaded
 	// (LoadAll hands them out); shared counts the members still open on
 	// the one mapping they all point into.
