@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -93,8 +94,12 @@ const maxTarMember = 16 << 30
 
 func copyTar(opts Options, r io.Reader, w io.Writer) (*Result, error) {
 	name := displayInput(opts.Path)
-	tr := tar.NewReader(r)
-	tw := tar.NewWriter(w)
+	// Buffered both ways: a shard is thousands of small members, and
+	// archive/tar reads and writes in 512-byte blocks.
+	tr := tar.NewReader(bufio.NewReaderSize(r, 1<<20))
+	bw := bufio.NewWriterSize(w, 1<<20)
+	tw := tar.NewWriter(bw)
+	var in, out []byte // reused across members
 	res := &Result{Input: opts.Path, Output: opts.Output}
 	worked := 0
 	for {
@@ -117,16 +122,12 @@ func copyTar(opts Options, r io.Reader, w io.Writer) (*Result, error) {
 		if hdr.Size > maxTarMember {
 			return nil, pathErr(name, fmt.Errorf("member %q claims %d bytes: more than one member may hold (%d)", hdr.Name, hdr.Size, int64(maxTarMember)))
 		}
-		// Read what is there, never what the header claims: a lying size
-		// ends in "truncated", not in a large allocation.
-		data, err := io.ReadAll(io.LimitReader(tr, hdr.Size))
-		if err == nil && int64(len(data)) != hdr.Size {
-			err = io.ErrUnexpectedEOF
-		}
+		data, err := readMember(tr, hdr.Size, in[:0])
 		if err != nil {
 			return nil, pathErr(name, fmt.Errorf("member %q: %w", hdr.Name, tarErr(err)))
 		}
-		b, mres, err := transformMember(opts, hdr.Name, data)
+		in = data
+		b, mres, err := transformMember(opts, hdr.Name, data, out[:0])
 		if err != nil {
 			return nil, pathErr(name, fmt.Errorf("member %q: %w", hdr.Name, err))
 		}
@@ -138,6 +139,7 @@ func copyTar(opts Options, r io.Reader, w io.Writer) (*Result, error) {
 		if _, err := tw.Write(b); err != nil {
 			return nil, pathErr(name, err)
 		}
+		out = b
 		worked++
 		res.Members = append(res.Members, mres)
 		res.Bytes += mres.Bytes
@@ -150,6 +152,9 @@ func copyTar(opts Options, r io.Reader, w io.Writer) (*Result, error) {
 		return nil, pathErr(name, fmt.Errorf("the tar shard has %s: nothing to do", what))
 	}
 	if err := tw.Close(); err != nil {
+		return nil, pathErr(name, err)
+	}
+	if err := bw.Flush(); err != nil {
 		return nil, pathErr(name, err)
 	}
 	first := res.Members[0]
@@ -166,9 +171,34 @@ func isTensorMember(globs []string, name string) bool {
 	return selected(globs, name) || selected(globs, path.Base(name))
 }
 
+// readMember reads a member of size bytes into buf's storage. What is
+// read is what is there, never what the header claims: a buffer is sized
+// from the claim only up to 64 MiB, beyond that it grows with the bytes
+// read, so a lying size ends in "truncated", not in a large allocation.
+func readMember(r io.Reader, size int64, buf []byte) ([]byte, error) {
+	const trusted = 64 << 20
+	if size <= trusted {
+		if int64(cap(buf)) < size {
+			buf = make([]byte, size)
+		}
+		buf = buf[:size]
+		_, err := io.ReadFull(r, buf)
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return buf, err
+	}
+	data, err := io.ReadAll(io.LimitReader(r, size))
+	if err == nil && int64(len(data)) != size {
+		err = io.ErrUnexpectedEOF
+	}
+	return data, err
+}
+
 // transformMember runs the job on one member's bytes, in the member's own
-// format (its extension, else its content), and returns the new bytes.
-func transformMember(opts Options, name string, data []byte) ([]byte, *Result, error) {
+// format (its extension, else its content), and returns the new bytes
+// (in out's storage when it is large enough).
+func transformMember(opts Options, name string, data, out []byte) ([]byte, *Result, error) {
 	sub := opts
 	sub.Path = name
 	sub.Members = nil // --member chose this file; inside it, every tensor
@@ -188,8 +218,8 @@ func transformMember(opts Options, name string, data []byte) ([]byte, *Result, e
 	if t.members != nil {
 		ts = t.members
 	}
-	var buf bytes.Buffer
-	sub.Output, sub.Stdout, sub.StdoutTTY, sub.Note = "-", &buf, false, nil
+	buf := bytes.NewBuffer(out)
+	sub.Output, sub.Stdout, sub.StdoutTTY, sub.Note = "-", buf, false, nil
 	r, err := transformTensors(sub, ts)
 	if err != nil {
 		var pe *PathError
