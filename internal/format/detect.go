@@ -120,6 +120,9 @@ func Sniff(data []byte) Kind {
 	if SniffPNG(data) {
 		return KindPNG
 	}
+	if SniffTar(data) {
+		return KindTar
+	}
 	for _, c := range data[:min(len(data), 4096)] {
 		switch c {
 		case ' ', '\t', '\n', '\r':

@@ -281,6 +281,8 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 		return decodeNpz(in, want, shape)
 	case format.KindSafetensors:
 		return decodeSafetensors(in, want, shape)
+	case format.KindTar:
+		return decodeTar(src, in)
 	case format.KindPNG:
 		h, data, err := format.DecodePNG(in.Data)
 		if err != nil {

@@ -241,3 +241,75 @@ func tarErr(err error) error {
 	}
 	return err
 }
+
+// decodeTar reads the tensor members of a tar shard for the commands that
+// read tensors (info, compare): every regular .npy, .npz, .safetensors and
+// .png member (a WebDataset .json is metadata), named by its member name
+// (an npz or safetensors member's tensors as MEMBER/NAME). Their data are slices of the mapped
+// shard where the format stores bytes as they are (npy, safetensors).
+func decodeTar(src Source, in *fileio.Input) (*Tensor, error) {
+	cr := &countingReader{r: bytes.NewReader(in.Data)}
+	tr := tar.NewReader(cr)
+	sh := &sharedInput{in: in}
+	container := &Tensor{Kind: format.KindTar}
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, tarErr(err)
+		}
+		kind := format.KindByExtension(hdr.Name)
+		switch {
+		case hdr.Typeflag != tar.TypeReg:
+			continue
+		case kind == format.KindNpy, kind == format.KindNpz, kind == format.KindSafetensors, kind == format.KindPNG:
+		default:
+			continue
+		}
+		if hdr.Size > int64(len(in.Data))-cr.n {
+			return nil, fmt.Errorf("member %q: truncated tar archive", hdr.Name)
+		}
+		data := in.Data[cr.n : cr.n+hdr.Size : cr.n+hdr.Size]
+		msrc := src
+		msrc.Path, msrc.From = hdr.Name, kind
+		t, err := decode(msrc, &fileio.Input{Data: data})
+		if err != nil {
+			return nil, fmt.Errorf("member %q: %w", hdr.Name, err)
+		}
+		ts := []*Tensor{t}
+		if t.members != nil {
+			ts = t.members
+			for _, m := range ts {
+				m.Name = hdr.Name + "/" + m.Name
+			}
+		} else {
+			t.Name = hdr.Name
+		}
+		for _, m := range ts {
+			// The member's data is in the shard's file, cr.n bytes in.
+			m.input, m.shared, m.Stream = in, sh, nil
+			m.dataOff += cr.n
+			container.members = append(container.members, m)
+		}
+	}
+	if len(container.members) == 0 {
+		return nil, errors.New("the tar shard holds no tensor member (.npy, .npz, .safetensors, .png)")
+	}
+	sh.refs.Store(int32(len(container.members)))
+	return container, nil
+}
+
+// countingReader counts the bytes read through it: after tar's Next, the
+// position of the member's content in the shard.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}

@@ -88,6 +88,9 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 	var err error
 	t := ts[0]
 	to := outputKind(opts.To, opts.Output, t.Kind)
+	if to == format.KindTar {
+		return nil, pathErr(opts.Path, errors.New("a tar output is made from a tar shard (its members worked on); make a shard with tar or Python's tarfile"))
+	}
 	if len(opts.Members) > 0 && !format.IsContainer(t.Kind) {
 		return nil, pathErr(opts.Path, fmt.Errorf("--member picks members of an npz or safetensors input; this is one %s tensor", t.Kind))
 	}
