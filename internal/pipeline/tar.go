@@ -13,6 +13,7 @@ import (
 
 	"github.com/depthspace/depthspace/internal/format"
 	fileio "github.com/depthspace/depthspace/internal/io"
+	"github.com/depthspace/depthspace/internal/ops"
 )
 
 // WebDataset shards: a tar of samples (000123.input.npy, 000123.cls,
@@ -100,6 +101,7 @@ func copyTar(opts Options, r io.Reader, w io.Writer) (*Result, error) {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	tw := tar.NewWriter(bw)
 	var in, out []byte // reused across members
+	plans := map[string]*ops.Plan{}
 	res := &Result{Input: opts.Path, Output: opts.Output}
 	worked := 0
 	for {
@@ -127,7 +129,10 @@ func copyTar(opts Options, r io.Reader, w io.Writer) (*Result, error) {
 			return nil, pathErr(name, fmt.Errorf("member %q: %w", hdr.Name, tarErr(err)))
 		}
 		in = data
-		b, mres, err := transformMember(opts, hdr.Name, data, out[:0])
+		b, mres, ok, err := npyMember(opts, plans, hdr.Name, data, out[:0])
+		if !ok && err == nil {
+			b, mres, err = transformMember(opts, hdr.Name, data, out[:0])
+		}
 		if err != nil {
 			return nil, pathErr(name, fmt.Errorf("member %q: %w", hdr.Name, err))
 		}
@@ -193,6 +198,47 @@ func readMember(r io.Reader, size int64, buf []byte) ([]byte, error) {
 		err = io.ErrUnexpectedEOF
 	}
 	return data, err
+}
+
+// npyMember is transformMember for the common member, a C-order npy
+// tensor of an operator job, without the machinery a large file needs:
+// one kernel call into the member's output buffer, the plan kept per
+// dtype and shape for the thousands of members of a shard that share
+// them. ok is false where it does not apply (the caller then takes the
+// general path).
+func npyMember(opts Options, plans map[string]*ops.Plan, name string, data, out []byte) (b []byte, res *Result, ok bool, err error) {
+	if !strings.HasSuffix(strings.ToLower(name), ".npy") || opts.DType != "" || opts.Shape != "" {
+		return nil, nil, false, nil
+	}
+	npy, err := format.ParseNpy(data)
+	if err != nil || npy.Fortran || int64(len(data))-npy.DataOffset != npy.DataBytes() {
+		return nil, nil, false, nil // the general path says what is wrong
+	}
+	key := npy.DType.Descr() + format.ShapeString(npy.Shape)
+	p := plans[key]
+	if p == nil {
+		t := &Tensor{Header: npy.Header, Kind: format.KindNpy}
+		if p, err = opts.plan(t); err != nil {
+			return nil, nil, false, err
+		}
+		if p.Bytes() != p.InBytes() || !p.Streams() {
+			return nil, nil, false, nil // a crop or pad: the general path
+		}
+		plans[key] = p
+	}
+	h := format.Header{DType: npy.DType, Shape: p.Out}
+	pre := format.EncodeNpy(h)
+	n := len(pre) + p.Bytes()
+	if cap(out) < n {
+		out = make([]byte, n)
+	}
+	out = out[:n]
+	copy(out, pre)
+	if err := p.Run(out[len(pre):], data[npy.DataOffset:], 1); err != nil {
+		return nil, nil, false, err
+	}
+	return out, &Result{Input: opts.Path, Output: opts.Output, Name: name, InShape: npy.Shape, OutShape: p.Out,
+		DType: npy.DType.Name(), Bytes: int64(p.Bytes())}, true, nil
 }
 
 // transformMember runs the job on one member's bytes, in the member's own
