@@ -35,17 +35,11 @@ func IsTensorName(name string) bool {
 	return format.KindByExtension(name) != ""
 }
 
-// tensorExts are the extensions an output may be given, in order of
-// preference for a format (raw: .raw before .bin).
-var tensorExts = []string{".npy", ".json", ".raw", ".bin", ".pb", ".npz", ".safetensors", ".png", ".tar"}
-
-// extension is the file extension of format k: the first of tensorExts
-// that format detection reads as k (ONNX: .pb), or "." + k.
+// extension is the file extension of format k: the first its
+// registration lists (raw: .raw before .bin; ONNX: .pb), or "." + k.
 func extension(k format.Kind) string {
-	for _, e := range tensorExts {
-		if format.KindByExtension(e) == k {
-			return e
-		}
+	if f := format.Lookup(k); f != nil && len(f.Exts) > 0 {
+		return f.Exts[0]
 	}
 	return "." + string(k)
 }

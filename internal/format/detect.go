@@ -36,9 +36,78 @@ func SniffTar(b []byte) bool {
 	return len(b) >= 263 && string(b[257:262]) == "ustar"
 }
 
+// Format is one file format: how it is named, recognized and written.
+// Each format's file registers its own (register, in an init): a new
+// format is one new file and its registration, and the detection below,
+// the flags' names and the output checks follow.
+type Format struct {
+	Kind    Kind
+	Aliases []string // other --from/--to names
+	Exts    []string // file extensions, with the dot, lower case
+	// Sniff reports whether a file's first bytes are this format's;
+	// nil for formats without a signature. Formats are sniffed in the
+	// order of SniffOrder (JSON, the loosest, last).
+	Sniff      func(b []byte) bool
+	SniffOrder int
+	// Container formats hold named tensors, worked on member by member
+	// through a MemberWriter (npz, safetensors).
+	Container bool
+	// Decode reads a file that holds one tensor and needs decoding (JSON,
+	// ONNX, PNG); nil where the pipeline reads the format's bytes in
+	// place or as members. want is --dtype when given. The name is the
+	// tensor's own (an ONNX TensorProto's), or "".
+	Decode func(b []byte, want *DType) (h Header, data []byte, name string, err error)
+	// Preamble is what precedes the element bytes of a written tensor,
+	// for formats whose data are the tensor's bytes as they are (npy, raw,
+	// ONNX): the output is then streamed. Encode writes a whole tensor at
+	// once, for the others (JSON, PNG). Containers have neither.
+	Preamble func(h Header, name string) ([]byte, error)
+	Encode   func(w io.Writer, h Header, name string, data []byte) error
+	// CanWrite says why a tensor cannot be written in this format (nil:
+	// it can): checked before any output is made.
+	CanWrite func(h Header) error
+}
+
+var formats = map[Kind]*Format{}
+
+// register adds a format; the formats' files call it from init.
+func register(f Format) {
+	if _, dup := formats[f.Kind]; dup {
+		panic("format registered twice: " + string(f.Kind))
+	}
+	formats[f.Kind] = &f
+}
+
+// Lookup returns the registered format of a kind, or nil.
+func Lookup(k Kind) *Format { return formats[k] }
+
+// kindNames lists the --from/--to names for messages, in a fixed order.
+func kindNames() []string {
+	var n []string
+	for _, k := range []Kind{KindNpy, KindRaw, KindJSON, KindONNX, KindNpz, KindSafetensors, KindPNG, KindTar} {
+		if formats[k] != nil {
+			n = append(n, string(k))
+		}
+	}
+	for k := range formats { // any other registered
+		if !strings.Contains(" npy raw json onnx npz safetensors png tar ", " "+string(k)+" ") {
+			n = append(n, string(k))
+		}
+	}
+	return n
+}
+
+func init() {
+	register(Format{Kind: KindRaw, Aliases: []string{"bin"}, Exts: []string{".raw", ".bin"},
+		Preamble: func(Header, string) ([]byte, error) { return nil, nil }})
+	// A tar shard is a format of the pipeline (pipeline/tar.go): detection
+	// only here.
+	register(Format{Kind: KindTar, Exts: []string{".tar"}, Sniff: SniffTar, SniffOrder: 50})
+}
+
 // IsContainer reports whether a format holds named tensors, worked on
 // member by member.
-func IsContainer(k Kind) bool { return k == KindNpz || k == KindSafetensors }
+func IsContainer(k Kind) bool { return formats[k] != nil && formats[k].Container }
 
 // MemberWriter writes a container's members one after another: npz and
 // safetensors share the pipeline's member mechanism through it.
@@ -49,47 +118,31 @@ type MemberWriter interface {
 
 // ParseKind reads a --from/--to value.
 func ParseKind(s string) (Kind, error) {
-	switch strings.ToLower(s) {
-	case "npy":
-		return KindNpy, nil
-	case "raw", "bin":
-		return KindRaw, nil
-	case "json":
-		return KindJSON, nil
-	case "onnx", "pb":
-		return KindONNX, nil
-	case "npz":
-		return KindNpz, nil
-	case "safetensors", "st":
-		return KindSafetensors, nil
-	case "png":
-		return KindPNG, nil
-	case "tar":
-		return KindTar, nil
+	s = strings.ToLower(s)
+	for k, f := range formats {
+		if string(k) == s {
+			return k, nil
+		}
+		for _, a := range f.Aliases {
+			if a == s {
+				return k, nil
+			}
+		}
 	}
-	return "", fmt.Errorf("unknown format %q (want npy, raw, json, onnx, npz, safetensors, png or tar)", s)
+	names := kindNames()
+	return "", fmt.Errorf("unknown format %q (want %s or %s)", s, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
 }
 
 // KindByExtension names the format a file name implies, or "". A .onnx
 // file is a whole model, not a tensor: ExtensionError says so.
 func KindByExtension(name string) Kind {
-	switch strings.ToLower(filepath.Ext(name)) {
-	case ".npy":
-		return KindNpy
-	case ".json":
-		return KindJSON
-	case ".raw", ".bin":
-		return KindRaw
-	case ".pb":
-		return KindONNX
-	case ".npz":
-		return KindNpz
-	case ".safetensors":
-		return KindSafetensors
-	case ".png":
-		return KindPNG
-	case ".tar":
-		return KindTar
+	ext := strings.ToLower(filepath.Ext(name))
+	for k, f := range formats {
+		for _, e := range f.Exts {
+			if e == ext {
+				return k
+			}
+		}
 	}
 	return ""
 }
@@ -103,34 +156,31 @@ func ExtensionError(name string) error {
 	return nil
 }
 
-// Sniff names the format the first bytes imply: the npy magic, the zip
-// magic of an npz, a safetensors header length followed by '{', or JSON's
-// opening '[' or '{' after white space. Raw data
-// and ONNX protobuf have no signature.
+// Sniff names the format the first bytes imply (each format's signature,
+// in SniffOrder), or "". Raw data and ONNX protobuf have no signature.
 func Sniff(data []byte) Kind {
-	if strings.HasPrefix(string(data[:min(len(data), 6)]), NpyMagic) {
-		return KindNpy
+	var best *Format
+	for _, f := range formats {
+		if f.Sniff != nil && f.Sniff(data) && (best == nil || f.SniffOrder < best.SniffOrder) {
+			best = f
+		}
 	}
-	if strings.HasPrefix(string(data[:min(len(data), 4)]), zipMagic) {
-		return KindNpz
+	if best == nil {
+		return ""
 	}
-	if SniffSafetensors(data) {
-		return KindSafetensors
-	}
-	if SniffPNG(data) {
-		return KindPNG
-	}
-	if SniffTar(data) {
-		return KindTar
-	}
+	return best.Kind
+}
+
+// sniffJSON: JSON's opening '[' or '{' after white space.
+func sniffJSON(data []byte) bool {
 	for _, c := range data[:min(len(data), 4096)] {
 		switch c {
 		case ' ', '\t', '\n', '\r':
 			continue
 		case '[', '{':
-			return KindJSON
+			return true
 		}
-		break
+		return false
 	}
-	return ""
+	return false
 }

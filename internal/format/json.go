@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"unicode/utf8"
 )
 
@@ -176,3 +177,12 @@ func checkJSONDType(d DType) error {
 
 // ---------------------------------------------------------------------------
 // Scanner
+
+func init() {
+	register(Format{Kind: KindJSON, Exts: []string{".json"}, Sniff: sniffJSON, SniffOrder: 90,
+		Decode: func(b []byte, want *DType) (Header, []byte, string, error) {
+			h, data, err := DecodeJSON(b, want)
+			return h, data, "", err
+		},
+		Encode: func(w io.Writer, h Header, _ string, data []byte) error { return EncodeJSON(w, h.DType, h.Shape, data) }})
+}

@@ -404,3 +404,9 @@ func pyBool(b bool) string {
 	}
 	return "False"
 }
+
+func init() {
+	register(Format{Kind: KindNpy, Exts: []string{".npy"}, SniffOrder: 10,
+		Sniff:    func(b []byte) bool { return strings.HasPrefix(string(b[:min(len(b), 6)]), NpyMagic) },
+		Preamble: func(h Header, _ string) ([]byte, error) { return EncodeNpyFile(h), nil }})
+}

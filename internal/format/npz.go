@@ -201,3 +201,8 @@ func (n *NpzWriter) Member(key string, h Header) (io.Writer, error) {
 
 // Close finishes the archive (the central directory).
 func (n *NpzWriter) Close() error { return n.zw.Close() }
+
+func init() {
+	register(Format{Kind: KindNpz, Exts: []string{".npz"}, Container: true, SniffOrder: 20,
+		Sniff: func(b []byte) bool { return strings.HasPrefix(string(b[:min(len(b), 4)]), zipMagic) }})
+}

@@ -522,3 +522,24 @@ func ONNXTypeName(code int32) string {
 	}
 	return strconv.Itoa(int(code))
 }
+
+func init() {
+	register(Format{Kind: KindONNX, Aliases: []string{"pb"}, Exts: []string{".pb"},
+		Decode: func(b []byte, want *DType) (Header, []byte, string, error) {
+			t, err := DecodeONNX(b)
+			if err != nil {
+				return Header{}, nil, "", err
+			}
+			if want != nil {
+				if t.DType, err = want.Reinterpret(t.DType); err != nil {
+					return Header{}, nil, "", err
+				}
+			}
+			return t.Header, t.Data, t.Name, nil
+		},
+		Preamble: ONNXPreamble,
+		CanWrite: func(h Header) error {
+			_, err := ONNXDataType(h.DType)
+			return err
+		}})
+}

@@ -280,3 +280,19 @@ func EncodePNG(w io.Writer, h Header, data []byte) error {
 	chunk("IEND", nil)
 	return bw.Flush()
 }
+
+func init() {
+	register(Format{Kind: KindPNG, Exts: []string{".png"}, Sniff: SniffPNG, SniffOrder: 40,
+		Decode: func(b []byte, want *DType) (Header, []byte, string, error) {
+			h, data, err := DecodePNG(b)
+			if err == nil && want != nil {
+				h.DType, err = want.Reinterpret(h.DType)
+			}
+			return h, data, "", err
+		},
+		Encode: func(w io.Writer, h Header, _ string, data []byte) error { return EncodePNG(w, h, data) },
+		CanWrite: func(h Header) error {
+			_, _, err := PNGShape(h)
+			return err
+		}})
+}

@@ -414,3 +414,8 @@ func (s *SafetensorsWriter) Close() error {
 	}
 	return nil
 }
+
+func init() {
+	register(Format{Kind: KindSafetensors, Aliases: []string{"st"}, Exts: []string{".safetensors"},
+		Container: true, Sniff: SniffSafetensors, SniffOrder: 30})
+}

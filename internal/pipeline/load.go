@@ -254,51 +254,31 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 			return nil, fmt.Errorf("raw data is %d bytes but --dtype %s --shape %s describes %d", len(in.Data), want, format.ShapeString(shape), size)
 		}
 		t.Header, t.Data = h, in.Data
-	case format.KindJSON:
-		h, data, err := format.DecodeJSON(in.Data, want)
-		if err != nil {
-			return nil, err
-		}
-		if shape != nil && format.ShapeString(shape) != format.ShapeString(h.Shape) {
-			return nil, fmt.Errorf("--shape %s does not match the JSON shape %s", format.ShapeString(shape), format.ShapeString(h.Shape))
-		}
-		t.Header, t.Data = h, data
-	case format.KindONNX:
-		ot, err := format.DecodeONNX(in.Data)
-		if err != nil {
-			return nil, err
-		}
-		if want != nil {
-			if ot.DType, err = want.Reinterpret(ot.DType); err != nil {
-				return nil, err
-			}
-		}
-		if shape != nil && format.ShapeString(shape) != format.ShapeString(ot.Shape) {
-			return nil, fmt.Errorf("--shape %s does not match the tensor's dims %s", format.ShapeString(shape), format.ShapeString(ot.Shape))
-		}
-		t.Header, t.Data, t.Name = ot.Header, ot.Data, ot.Name
 	case format.KindNpz:
 		return decodeNpz(in, want, shape)
 	case format.KindSafetensors:
 		return decodeSafetensors(in, want, shape)
 	case format.KindTar:
 		return decodeTar(src, in)
-	case format.KindPNG:
-		h, data, err := format.DecodePNG(in.Data)
+	default:
+		// A single-tensor format that decodes (JSON, ONNX, PNG, and any
+		// format registered later).
+		f := format.Lookup(kind)
+		if f == nil || f.Decode == nil {
+			return nil, fmt.Errorf("unknown format %q", kind)
+		}
+		h, data, name, err := f.Decode(in.Data, want)
 		if err != nil {
 			return nil, err
 		}
-		if want != nil {
-			if h.DType, err = want.Reinterpret(h.DType); err != nil {
-				return nil, err
-			}
-		}
 		if shape != nil && format.ShapeString(shape) != format.ShapeString(h.Shape) {
-			return nil, fmt.Errorf("--shape %s does not match the image's shape %s", format.ShapeString(shape), format.ShapeString(h.Shape))
+			what := map[format.Kind]string{format.KindJSON: "the JSON shape", format.KindONNX: "the tensor's dims", format.KindPNG: "the image's shape"}[kind]
+			if what == "" {
+				what = "the tensor's shape"
+			}
+			return nil, fmt.Errorf("--shape %s does not match %s %s", format.ShapeString(shape), what, format.ShapeString(h.Shape))
 		}
-		t.Header, t.Data = h, data
-	default:
-		return nil, fmt.Errorf("unknown format %q", kind)
+		t.Header, t.Data, t.Name = h, data, name
 	}
 	return t, nil
 }

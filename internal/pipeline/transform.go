@@ -119,8 +119,8 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 	if err := checkOutput(opts, t, to); err != nil {
 		return nil, err
 	}
-	if to == format.KindPNG {
-		if _, _, err := format.PNGShape(format.Header{DType: t.DType, Shape: plan.Out}); err != nil {
+	if f := format.Lookup(to); f != nil && f.CanWrite != nil {
+		if err := f.CanWrite(format.Header{DType: t.DType, Shape: plan.Out}); err != nil {
 			return nil, pathErr(displayName(opts.Output), err)
 		}
 	}
@@ -128,7 +128,7 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 		opts.Note(displayInput(opts.Path) + ": " + n)
 	}
 	out := format.Header{DType: t.DType, Shape: plan.Out}
-	if to != format.KindJSON && to != format.KindPNG && plan.Streams() {
+	if f := format.Lookup(to); f != nil && f.Preamble != nil && plan.Streams() {
 		err = streamStore(opts, to, out, plan, t)
 	} else {
 		if t.Stream != nil {
@@ -241,11 +241,6 @@ func checkOutput(opts Options, t *Tensor, to format.Kind) error {
 			return pathErr(opts.Output, err)
 		}
 	}
-	if to == format.KindONNX {
-		if _, err := format.ONNXDataType(t.DType); err != nil {
-			return pathErr(displayName(opts.Output), err)
-		}
-	}
 	if opts.Output == "-" {
 		return nil
 	}
@@ -297,15 +292,13 @@ func displayName(path string) string {
 
 func store(out *fileio.Output, kind format.Kind, h format.Header, name string, limit int, p Producer) error {
 	size := h.DataBytes()
-	if kind == format.KindJSON || kind == format.KindPNG {
+	if f := format.Lookup(kind); f != nil && f.Encode != nil {
+		// A format written whole (JSON, PNG).
 		data := make([]byte, size)
 		if err := p.Run(data, 0, p.Items); err != nil {
 			return err
 		}
-		if kind == format.KindPNG {
-			return format.EncodePNG(out, h, data)
-		}
-		return format.EncodeJSON(out, h.DType, h.Shape, data)
+		return f.Encode(out, h, name, data)
 	}
 	preamble, err := preambleFor(kind, h, name)
 	if err != nil {
@@ -361,15 +354,11 @@ func store(out *fileio.Output, kind format.Kind, h format.Header, name string, l
 // preambleFor is what precedes the element data of a binary output: the
 // npy header, the ONNX TensorProto fields before raw_data, or nothing.
 func preambleFor(kind format.Kind, h format.Header, name string) ([]byte, error) {
-	switch kind {
-	case format.KindNpy:
-		return format.EncodeNpyFile(h), nil
-	case format.KindONNX:
-		return format.ONNXPreamble(h, name)
-	case format.KindNpz, format.KindSafetensors:
-		return nil, errors.New("internal error: container output goes through the members path")
+	f := format.Lookup(kind)
+	if f == nil || f.Preamble == nil {
+		return nil, fmt.Errorf("internal error: %s output is not written as a preamble and data", kind)
 	}
-	return nil, nil
+	return f.Preamble(h, name)
 }
 
 // memberErr names the npz member an error is about.
