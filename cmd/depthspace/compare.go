@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 
 	"github.com/depthspace/depthspace/internal/compare"
 	"github.com/depthspace/depthspace/internal/format"
@@ -11,7 +14,7 @@ import (
 
 // compareFlags are the flags of compare, as the user typed them.
 type compareFlags struct {
-	rtol, atol   float64
+	rtol, atol   []string // [NAME:]value, repeatable
 	json         bool
 	threads      int
 	maxReport    int
@@ -49,13 +52,18 @@ inputs are compared element by element in logical order. Inputs are
 mapped, not loaded, so they may be larger than memory; -j goroutines share
 the work and the report does not depend on their number.
 
-npz archives of several arrays are compared member by member, matched by
-name; a member only one side has makes them different.`,
+Containers (npz, safetensors, a tar shard's tensor members) are compared
+member by member, matched by name; a member only one side has makes them
+different. Tolerances may be given per member, as Polygraphy's:
+--atol out0:1e-5 --atol 1e-3 (1e-5 for out0, 1e-3 for the rest).`,
 		Example: `  # Exit 0 if identical, 1 if not
   depthspace compare expected.npy actual.npy
 
   # Within tolerances, as JSON for a script
   depthspace compare --rtol 1e-3 --atol 1e-6 --json ref.npy got.npy
+
+  # Model outputs: a tighter tolerance for one of them
+  depthspace compare --atol logits:1e-5 --atol 1e-3 golden.safetensors run.safetensors
 
   # Compare values across dtypes (float64 reference, float32 result)
   depthspace compare --atol 0 ref_f64.npy got_f32.npy
@@ -86,8 +94,8 @@ name; a member only one side has makes them different.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.Float64Var(&f.rtol, "rtol", 0, "relative tolerance: compare values with numpy's isclose rule")
-	fl.Float64Var(&f.atol, "atol", 0, "absolute tolerance: compare values with numpy's isclose rule")
+	fl.StringArrayVar(&f.rtol, "rtol", nil, "relative tolerance [NAME:]R: compare values with numpy's isclose rule; NAME: for one member of archives (repeatable)")
+	fl.StringArrayVar(&f.atol, "atol", nil, "absolute tolerance [NAME:]A: compare values with numpy's isclose rule; NAME: for one member of archives (repeatable)")
 	fl.BoolVar(&f.json, "json", false, "print the report as one JSON object")
 	fl.IntVar(&f.maxReport, "max-report", compare.DefaultMaxReport, "how many differences to list (the first by index)")
 	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work")
@@ -109,11 +117,47 @@ func (f *compareFlags) job(cmd *cobra.Command, args []string, s *streams) (*comp
 	}
 	a, b := src, src
 	a.Path, b.Path = args[0], args[1]
-	return &compare.Job{A: a, B: b, Options: compare.Options{
+	o := compare.Options{
 		Tolerant:  cmd.Flags().Changed("rtol") || cmd.Flags().Changed("atol"),
-		RTol:      f.rtol,
-		ATol:      f.atol,
 		MaxReport: f.maxReport,
 		Threads:   f.threads,
-	}}, nil
+	}
+	var err error
+	if o.RTol, o.MemberRTol, err = parseTolerances("--rtol", f.rtol); err != nil {
+		return nil, err
+	}
+	if o.ATol, o.MemberATol, err = parseTolerances("--atol", f.atol); err != nil {
+		return nil, err
+	}
+	return &compare.Job{A: a, B: b, Options: o}, nil
+}
+
+// parseTolerances reads repeated --rtol/--atol values: a bare number is
+// the default (the last one given wins), NAME:number a member's own.
+func parseTolerances(flag string, vals []string) (def float64, member map[string]float64, err error) {
+	for _, v := range vals {
+		name, num := "", strings.TrimSpace(v)
+		if i := strings.LastIndex(v, ":"); i >= 0 {
+			name, num = v[:i], strings.TrimSpace(v[i+1:])
+			if name == "" {
+				return 0, nil, fmt.Errorf("%s %q: the member name before ':' is empty", flag, v)
+			}
+		}
+		x, perr := strconv.ParseFloat(num, 64)
+		if perr != nil {
+			if name != "" {
+				return 0, nil, fmt.Errorf("%s %s: %q is not a number", flag, v, num)
+			}
+			return 0, nil, fmt.Errorf("%s %q is not a number (or NAME:number for one member)", flag, v)
+		}
+		if name == "" {
+			def = x
+			continue
+		}
+		if member == nil {
+			member = map[string]float64{}
+		}
+		member[name] = x
+	}
+	return def, member, nil
 }

@@ -48,7 +48,7 @@ func Archives(j Job, a, b []*pipeline.Tensor) (*ArchiveReport, error) {
 			rep.Equal = false
 			continue
 		}
-		r, err := Tensors(Tensor{Header: ta.Header, Data: ta.Data}, Tensor{Header: tb.Header, Data: tb.Data}, j.Options)
+		r, err := Tensors(Tensor{Header: ta.Header, Data: ta.Data}, Tensor{Header: tb.Header, Data: tb.Data}, j.Options.forMember(ta.Name))
 		if err != nil {
 			return nil, &pipeline.PathError{Path: fmt.Sprintf("%s and %s, member %s", j.A.Path, j.B.Path, ta.Name), Err: err}
 		}
@@ -88,4 +88,41 @@ func (r *ArchiveReport) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "archives %s and %s %s (%d members compared)\n", r.A, r.B, verdict, len(r.Members))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// forMember is o with the tolerances given for the member name, where
+// there are (--atol NAME:A), in place of the defaults.
+func (o Options) forMember(name string) Options {
+	if v, ok := o.MemberRTol[name]; ok {
+		o.RTol = v
+	}
+	if v, ok := o.MemberATol[name]; ok {
+		o.ATol = v
+	}
+	return o
+}
+
+// checkMemberNames refuses a per-member tolerance that names no member of
+// either input: a misspelt name would silently fall back to the default.
+func checkMemberNames(o Options, a, b []*pipeline.Tensor) error {
+	have := map[string]bool{}
+	var names []string
+	for _, t := range append(append([]*pipeline.Tensor{}, a...), b...) {
+		if t.Name != "" && !have[t.Name] {
+			have[t.Name] = true
+			names = append(names, t.Name)
+		}
+	}
+	for flag, m := range map[string]map[string]float64{"--rtol": o.MemberRTol, "--atol": o.MemberATol} {
+		for name := range m {
+			if !have[name] {
+				list := "they have no named members"
+				if len(names) > 0 {
+					list = "members: " + strings.Join(names, ", ")
+				}
+				return fmt.Errorf("%s %s:…: no member of either input is called %q (%s)", flag, name, name, list)
+			}
+		}
+	}
+	return nil
 }

@@ -31,6 +31,9 @@ type Options struct {
 	// of bits; RTol and ATol are its tolerances.
 	Tolerant   bool
 	RTol, ATol float64
+	// MemberRTol and MemberATol override RTol and ATol for the members
+	// (of archives) with these names, as Polygraphy's --rtol NAME:R.
+	MemberRTol, MemberATol map[string]float64
 	// MaxReport is how many differences are listed (the first by index).
 	MaxReport int
 	Threads   int
@@ -124,6 +127,13 @@ func check(o *Options) error {
 		}
 		if math.IsNaN(o.ATol) || o.ATol < 0 {
 			return fmt.Errorf("--atol %v must be a number >= 0", o.ATol)
+		}
+		for flag, m := range map[string]map[string]float64{"--rtol": o.MemberRTol, "--atol": o.MemberATol} {
+			for name, v := range m {
+				if math.IsNaN(v) || v < 0 {
+					return fmt.Errorf("%s %s:%v must be a number >= 0", flag, name, v)
+				}
+			}
 		}
 	}
 	if o.MaxReport < 0 {
@@ -291,7 +301,13 @@ func Any(j Job) (result interface {
 		return nil, false, err
 	}
 	defer closeAll(bs)
+	if err := checkMemberNames(j.Options, as, bs); err != nil {
+		return nil, false, err
+	}
 	if len(as) == 1 && len(bs) == 1 {
+		if as[0].Name != "" {
+			j.Options = j.Options.forMember(as[0].Name)
+		}
 		rep, err := tensors(j, as[0], bs[0])
 		if err != nil {
 			return nil, false, err
