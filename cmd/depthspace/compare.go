@@ -54,13 +54,17 @@ the work and the report does not depend on their number.
 
 Containers (npz, safetensors, a tar shard's tensor members) are compared
 member by member, matched by name; a member only one side has makes them
-different. Tolerances may be given per member, as Polygraphy's:
+different. Two directories are compared file by file, paired by relative
+path, a file only one side has being a difference. Tolerances may be given per member, as Polygraphy's:
 --atol out0:1e-5 --atol 1e-3 (1e-5 for out0, 1e-3 for the rest).`,
 		Example: `  # Exit 0 if identical, 1 if not
   depthspace compare expected.npy actual.npy
 
   # Within tolerances, as JSON for a script
   depthspace compare --rtol 1e-3 --atol 1e-6 --json ref.npy got.npy
+
+  # Two trees of outputs, file by file
+  depthspace compare golden/ run/
 
   # Model outputs: a tighter tolerance for one of them
   depthspace compare --atol logits:1e-5 --atol 1e-3 golden.safetensors run.safetensors

@@ -230,13 +230,14 @@ func Files(dir string) ([]File, error) {
 	}
 	files := make([]File, len(items))
 	for i, it := range items {
-		files[i] = File{Path: it.input, Err: it.err}
+		files[i] = File{Path: it.input, Rel: it.rel, Err: it.err}
 	}
 	return files, nil
 }
 
-// File is one entry of Files.
+// File is one entry of Files: its path, its path relative to the
+// directory (with '/'), or what went wrong.
 type File struct {
-	Path string
-	Err  error
+	Path, Rel string
+	Err       error
 }

@@ -291,6 +291,27 @@ func Any(j Job) (result interface {
 	if err := check(&j.Options); err != nil {
 		return nil, false, err
 	}
+	switch da, db := isDir(j.A.Path), isDir(j.B.Path); {
+	case da && db:
+		rep, err := Dirs(j)
+		if err != nil {
+			return nil, false, err
+		}
+		return rep, rep.Equal, nil
+	case da || db:
+		dir, file := j.A.Path, j.B.Path
+		if db {
+			dir, file = file, dir
+		}
+		return nil, false, &pipeline.PathError{Path: dir, Err: fmt.Errorf("is a directory and %s is not: compare two directories (file by file) or two files", file)}
+	}
+	return anyFiles(j)
+}
+
+// anyFiles compares two files, member by member if they are containers.
+func anyFiles(j Job) (result interface {
+	WriteText(io.Writer) error
+}, equal bool, err error) {
 	as, err := pipeline.LoadAll(j.A)
 	if err != nil {
 		return nil, false, err
