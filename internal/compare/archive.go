@@ -75,12 +75,8 @@ func (r *ArchiveReport) WriteText(w io.Writer) error {
 		}
 	}
 	var b strings.Builder
-	if len(r.OnlyA) > 0 {
-		fmt.Fprintf(&b, "only in %s: %s\n", r.A, strings.Join(r.OnlyA, ", "))
-	}
-	if len(r.OnlyB) > 0 {
-		fmt.Fprintf(&b, "only in %s: %s\n", r.B, strings.Join(r.OnlyB, ", "))
-	}
+	writeOnly(&b, r.A, r.OnlyA)
+	writeOnly(&b, r.B, r.OnlyB)
 	verdict := "are equal"
 	if !r.Equal {
 		verdict = "differ"
@@ -125,4 +121,11 @@ func checkMemberNames(o Options, a, b []*pipeline.Tensor) error {
 		}
 	}
 	return nil
+}
+
+// writeOnly names what only side has, when it has anything.
+func writeOnly(b *strings.Builder, side string, only []string) {
+	if len(only) > 0 {
+		fmt.Fprintf(b, "only in %s: %s\n", side, strings.Join(only, ", "))
+	}
 }

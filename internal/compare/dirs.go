@@ -155,12 +155,8 @@ func (r *DirReport) WriteText(w io.Writer) error {
 		}
 	}
 	var b strings.Builder
-	if len(r.OnlyA) > 0 {
-		fmt.Fprintf(&b, "only in %s: %s\n", r.A, strings.Join(r.OnlyA, ", "))
-	}
-	if len(r.OnlyB) > 0 {
-		fmt.Fprintf(&b, "only in %s: %s\n", r.B, strings.Join(r.OnlyB, ", "))
-	}
+	writeOnly(&b, r.A, r.OnlyA)
+	writeOnly(&b, r.B, r.OnlyB)
 	different := 0
 	for _, f := range r.Files {
 		if !f.Equal {
