@@ -15,6 +15,8 @@ import (
 // compareFlags are the flags of compare, as the user typed them.
 type compareFlags struct {
 	rtol, atol   []string // [NAME:]value, repeatable
+	stat         string
+	quantile     float64
 	json         bool
 	threads      int
 	maxReport    int
@@ -35,6 +37,14 @@ A is the reference (expected), B the tensor checked (actual).
 Without tolerances the comparison is exact, bit for bit: the dtypes must be
 the same (byte order aside) and so must every element's bits, so -0.0
 differs from 0.0 and NaNs are equal only with the same payload.
+
+--check-error-stat max|mean|median|quantile checks, as Polygraphy does, that
+statistic of the absolute error |B - A| (<= atol) or of the relative error
+|B - A| / |A| (<= rtol) instead of every element; --error-quantile Q (default
+0.99) is the quantile's. Statistics are over the elements where both values
+are finite (the relative error where A is not 0 too), as numpy's mean,
+median and quantile (method linear) of those values; NaN or infinite pairs
+must still agree.
 
 With --rtol and/or --atol (the one not given is 0) numbers are compared by
 value with numpy's isclose rule, A being the reference:
@@ -65,6 +75,9 @@ path, a file only one side has being a difference. Tolerances may be given per m
 
   # Two trees of outputs, file by file
   depthspace compare golden/ run/
+
+  # An fp16 build: the 99th percentile of the absolute error within 1e-3
+  depthspace compare --atol 1e-3 --check-error-stat quantile ref.npy fp16.npy
 
   # Model outputs: a tighter tolerance for one of them
   depthspace compare --atol logits:1e-5 --atol 1e-3 golden.safetensors run.safetensors
@@ -100,6 +113,8 @@ path, a file only one side has being a difference. Tolerances may be given per m
 	fl := cmd.Flags()
 	fl.StringArrayVar(&f.rtol, "rtol", nil, "relative tolerance [NAME:]R: compare values with numpy's isclose rule; NAME: for one member of archives (repeatable)")
 	fl.StringArrayVar(&f.atol, "atol", nil, "absolute tolerance [NAME:]A: compare values with numpy's isclose rule; NAME: for one member of archives (repeatable)")
+	fl.StringVar(&f.stat, "check-error-stat", "elemwise", "what must stay within tolerance: elemwise (every element), or that statistic of the errors: max, mean, median, quantile")
+	fl.Float64Var(&f.quantile, "error-quantile", 0.99, "the quantile --check-error-stat quantile checks (numpy's quantile, method linear)")
 	fl.BoolVar(&f.json, "json", false, "print the report as one JSON object")
 	fl.IntVar(&f.maxReport, "max-report", compare.DefaultMaxReport, "how many differences to list (the first by index)")
 	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work")
@@ -122,9 +137,11 @@ func (f *compareFlags) job(cmd *cobra.Command, args []string, s *streams) (*comp
 	a, b := src, src
 	a.Path, b.Path = args[0], args[1]
 	o := compare.Options{
-		Tolerant:  cmd.Flags().Changed("rtol") || cmd.Flags().Changed("atol"),
+		Tolerant:  cmd.Flags().Changed("rtol") || cmd.Flags().Changed("atol") || (f.stat != "elemwise" && f.stat != ""),
 		MaxReport: f.maxReport,
 		Threads:   f.threads,
+		Stat:      strings.ToLower(f.stat),
+		Quantile:  f.quantile,
 	}
 	var err error
 	if o.RTol, o.MemberRTol, err = parseTolerances("--rtol", f.rtol); err != nil {

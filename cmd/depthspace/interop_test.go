@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -128,5 +129,53 @@ func TestTarPython(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "escape.npy")); err == nil {
 		t.Fatal("a member named ../escape.npy was written outside the output")
+	}
+}
+
+// TestCompareStatsNumpy: compare's mean, median and quantile of |B - A|
+// against numpy's own on random pairs of every numeric kind, with NaN,
+// ±Inf, -0.0, zeros and int64 beyond 2^53, small and large (several
+// chunks, several radix passes).
+func TestCompareStatsNumpy(t *testing.T) {
+	py := testpeer.Python(t, "numpy")
+	dir := t.TempDir()
+	script := filepath.Join("..", "..", "testdata", "interop", "stats_peer.py")
+	if out, err := exec.Command(py, script, "gen", dir).CombinedOutput(); err != nil {
+		t.Fatalf("gen: %v\n%s", err, out)
+	}
+	var exp struct {
+		Q     float64                    `json:"q"`
+		Cases map[string]json.RawMessage `json:"cases"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &exp); err != nil {
+		t.Fatal(err)
+	}
+	for k := range exp.Cases {
+		var first []byte // the report must not depend on -j
+		for _, threads := range []string{"1", "2"} {
+			var out, stderr bytes.Buffer
+			args := []string{"compare", "--json", "-j", threads, "--atol", "1e-9", "--check-error-stat", "quantile", "--error-quantile", fmt.Sprint(exp.Q),
+				filepath.Join(dir, "a_"+k+".npy"), filepath.Join(dir, "b_"+k+".npy")}
+			if code := run(args, nil, &out, &stderr); code == 2 {
+				t.Fatalf("%v: exit 2: %s", args, stderr.String())
+			}
+			if first == nil {
+				first = append([]byte(nil), out.Bytes()...)
+			} else if !bytes.Equal(first, out.Bytes()) {
+				t.Errorf("%s: -j 1 and -j 2 reports differ", k)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "got_"+k+".json"), out.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if out, err := exec.Command(py, script, "check", dir).CombinedOutput(); err != nil {
+		t.Fatalf("check: %v\n%s", err, out)
+	} else {
+		t.Logf("%s", out)
 	}
 }

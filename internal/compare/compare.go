@@ -34,6 +34,12 @@ type Options struct {
 	// MemberRTol and MemberATol override RTol and ATol for the members
 	// (of archives) with these names, as Polygraphy's --rtol NAME:R.
 	MemberRTol, MemberATol map[string]float64
+	// Stat is what must stay within tolerance (--check-error-stat):
+	// "elemwise" (or "") every element, else that statistic of the
+	// absolute error (≤ atol) or of the relative error (≤ rtol): "max",
+	// "mean", "median" or "quantile" (Quantile, in [0, 1]).
+	Stat     string
+	Quantile float64
 	// MaxReport is how many differences are listed (the first by index).
 	MaxReport int
 	Threads   int
@@ -82,6 +88,17 @@ type Report struct {
 	MaxAbsDiffIndex []int  `json:"max_abs_diff_index"`
 	MaxRelDiff      *Float `json:"max_rel_diff"`
 	MaxRelDiffIndex []int  `json:"max_rel_diff_index"`
+	// The mean and median of |a - b| over the same elements (numpy's
+	// mean and median of those values), and its quantile Quantile when
+	// --check-error-stat quantile asks for it; DifferentShare is
+	// Different / Elements. CheckErrorStat is the statistic that decided
+	// Equal ("elemwise": every element).
+	MeanAbsDiff     *Float   `json:"mean_abs_diff"`
+	MedianAbsDiff   *Float   `json:"median_abs_diff"`
+	QuantileAbsDiff *Float   `json:"quantile_abs_diff,omitempty"`
+	Quantile        *float64 `json:"quantile,omitempty"`
+	DifferentShare  float64  `json:"different_share"`
+	CheckErrorStat  string   `json:"check_error_stat"`
 	// First lists the first MaxReport differing elements, by index.
 	First []Difference `json:"first"`
 }
@@ -135,6 +152,14 @@ func check(o *Options) error {
 				}
 			}
 		}
+	}
+	switch o.Stat {
+	case "", "elemwise", "max", "mean", "median", "quantile":
+	default:
+		return fmt.Errorf("--check-error-stat %q is not a statistic (want elemwise, max, mean, median or quantile)", o.Stat)
+	}
+	if !(o.Quantile >= 0 && o.Quantile <= 1) {
+		return fmt.Errorf("--error-quantile %v must be between 0 and 1", o.Quantile)
 	}
 	if o.MaxReport < 0 {
 		return fmt.Errorf("--max-report %d must be at least 0", o.MaxReport)
@@ -196,6 +221,18 @@ func Tensors(a, b Tensor, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep.Elements, rep.Different, rep.Equal = n, t.different, t.different == 0
+	if n > 0 {
+		rep.DifferentShare = float64(t.different) / float64(n)
+	}
+	rep.CheckErrorStat = "elemwise"
+	if o.Stat != "" {
+		rep.CheckErrorStat = o.Stat
+	}
+	if s.numeric {
+		if err := s.statistics(t, o, rep); err != nil {
+			return nil, err
+		}
+	}
 	if s.numeric {
 		abs, rel := Float(0), Float(0)
 		if t.maxAbsAt >= 0 {

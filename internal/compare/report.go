@@ -52,6 +52,16 @@ func (r *Report) WriteText(w io.Writer) error {
 		if r.MaxAbsDiff != nil && (!r.Equal || r.Mode == "isclose") {
 			writeMax(&b, "max abs diff", *r.MaxAbsDiff, r.MaxAbsDiffIndex)
 			writeMax(&b, "max rel diff", *r.MaxRelDiff, r.MaxRelDiffIndex)
+			if r.MeanAbsDiff != nil {
+				fmt.Fprintf(&b, "mean abs diff %s, median abs diff %s", numText(float64(*r.MeanAbsDiff)), numText(float64(*r.MedianAbsDiff)))
+				if r.QuantileAbsDiff != nil {
+					fmt.Fprintf(&b, ", %s-quantile abs diff %s", numText(*r.Quantile), numText(float64(*r.QuantileAbsDiff)))
+				}
+				fmt.Fprintf(&b, "; %d mismatching (%s of the elements)\n", r.Different, numText(r.DifferentShare))
+			}
+			if r.CheckErrorStat != "" && r.CheckErrorStat != "elemwise" {
+				fmt.Fprintf(&b, "decided by the %s of the errors (--check-error-stat), not element by element\n", r.CheckErrorStat)
+			}
 		}
 		if len(r.First) > 0 {
 			if len(r.First) < r.Different {

@@ -405,11 +405,18 @@ const batch = 256
 // Within a span the flat indices ascend.
 func (s *scanner) span(bb *bufs, pos, dpos, n, offA, sa, offB, sb int, t *tally) {
 	sameStorage := sa == 1 && sb == 1 && s.a.r.big == s.b.r.big
+	sameType := sameStorage && s.a.size == s.b.size && s.a.r.dt.SameLayout(s.b.r.dt)
 	for i := 0; i < n; i += batch {
 		m := min(batch, n-i)
 		p, oa, ob := pos+i*dpos, offA+i*sa, offB+i*sb
 		switch {
 		case s.tolerant && s.numeric:
+			// Equal bytes of the same type are close whatever the
+			// tolerances, and their differences are 0: a memcmp, as in
+			// exact mode (identical inputs cost the same either way).
+			if sameType && bytes.Equal(s.a.data[oa*s.a.size:(oa+m)*s.a.size], s.b.data[ob*s.b.size:(ob+m)*s.b.size]) {
+				continue
+			}
 			s.batchTolerant(bb, p, dpos, m, oa, sa, ob, sb, t)
 		case sameStorage && bytes.Equal(s.a.data[oa*s.a.size:(oa+m)*s.a.size], s.b.data[ob*s.b.size:(ob+m)*s.b.size]):
 			// Equal bytes (the usual case) cost a memcmp.

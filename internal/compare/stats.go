@@ -1,0 +1,395 @@
+package compare
+
+import (
+	"fmt"
+	"math"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// Error statistics (SPEC, compare: --check-error-stat): the mean, median
+// and a quantile of the absolute error |B−A| and of the relative error
+// |B−A|/|A|, over the element pairs where both values are finite (the
+// relative error where A is not 0 as well), computed as numpy's mean,
+// median and quantile (method 'linear') do on those values.
+//
+// Bounded memory, inputs of any size: the mean is a compensated sum over
+// chunks of fixed size, added in chunk order (so -j does not change it);
+// a median or quantile is found by selection on the bit patterns of the
+// non-negative errors (their order as integers is their order as
+// numbers), 16 bits per pass over the mapped data, four passes at most,
+// plus one for the next value a quantile interpolates to.
+
+// Stats are the statistics of one pair of tensors.
+type Stats struct {
+	Finite, RelCount int     // pairs counted, absolute and relative
+	MeanAbs, MeanRel float64 // NaN when nothing is counted
+	// NonFinite counts the pairs a statistic cannot speak for: one side
+	// NaN or infinite and the other not the same (a NaN against a NaN,
+	// an infinity against the same one, agree).
+	NonFinite int
+}
+
+// statsChunk is the fixed unit of the passes: partial sums are kept per
+// chunk and added in order, so the result does not depend on -j.
+const statsChunk = 1 << 16
+
+// errPass visits every element pair of the scan in chunks; f receives
+// the chunk number and the absolute and relative errors of each finite
+// pair (relOK when A is not 0). Pairs not both finite are not passed,
+// but counted in *nonFinite (when not nil) unless they agree.
+func (s *scanner) errPass(threads int, f func(w, chunk int, abs, rel float64, relOK bool), nonFinite *atomic.Int64) error {
+	chunks := (s.n + statsChunk - 1) / statsChunk
+	workers := max(1, min(threads, chunks))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	cplx := s.a.r.class == complexClass || s.b.r.class == complexClass
+	ints := s.a.r.class == integer && s.b.r.class == integer
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = faultError(r)
+					}
+					mu.Unlock()
+				}
+			}()
+			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			bb := new(bufs)
+			idx := make([]int, len(s.shape))
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= chunks {
+					return
+				}
+				lo, hi := c*statsChunk, min((c+1)*statsChunk, s.n)
+				for i := lo; i < hi; i += batch {
+					m := min(batch, hi-i)
+					if s.contig {
+						s.decode(bb, m, i, 1, i, 1, cplx)
+					} else {
+						// Logical order, element by element.
+						for j := 0; j < m; j++ {
+							r := i + j
+							for a := len(s.shape) - 1; a >= 0; a-- {
+								idx[a] = r % s.shape[a]
+								r /= s.shape[a]
+							}
+							ea, eb := s.a.elem(s.a.offset(idx)), s.b.elem(s.b.offset(idx))
+							if cplx {
+								bb.ya[j], bb.yi[j] = s.a.r.complex(ea)
+								bb.xb[j], bb.xi[j] = s.b.r.complex(eb)
+							} else {
+								bb.ya[j], bb.xb[j] = s.a.r.float(ea), s.b.r.float(eb)
+							}
+						}
+					}
+					for j := 0; j < m; j++ {
+						var abs, ref float64
+						if cplx {
+							x, y, xi, yi := bb.xb[j], bb.ya[j], bb.xi[j], bb.yi[j]
+							if (x-x)+(y-y)+(xi-xi)+(yi-yi) != 0 {
+								if nonFinite != nil && (!sameNonFinite(x, y) || !sameNonFinite(xi, yi)) {
+									nonFinite.Add(1)
+								}
+								continue
+							}
+							abs, ref = math.Hypot(y-x, yi-xi), math.Hypot(y, yi)
+						} else {
+							x, y := bb.xb[j], bb.ya[j]
+							if (x-x)+(y-y) != 0 {
+								if nonFinite != nil && !sameNonFinite(x, y) {
+									nonFinite.Add(1)
+								}
+								continue
+							}
+							abs, ref = math.Abs(y-x), math.Abs(y)
+							if ints && s.contig {
+								// Integers beyond 2^53 are measured exactly.
+								abs, ref, _ = s.diff(s.a.elem(i+j), s.b.elem(i+j))
+							}
+						}
+						if ref != 0 {
+							f(w, c, abs, abs/ref, true)
+						} else {
+							f(w, c, abs, 0, false)
+						}
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// sameNonFinite: two values that agree though not both finite (NaN and
+// NaN, the same infinity).
+func sameNonFinite(x, y float64) bool {
+	if x != x && y != y {
+		return true
+	}
+	return x == y || (x-x == 0 && y-y == 0)
+}
+
+// means computes the counts and the means in one pass.
+func (s *scanner) means(threads int) (Stats, error) {
+	chunks := (s.n + statsChunk - 1) / statsChunk
+	type part struct {
+		n, nr            int
+		sum, c, sumr, cr float64
+	}
+	parts := make([]part, chunks)
+	var nonFinite atomic.Int64
+	err := s.errPass(threads, func(_, c int, abs, rel float64, relOK bool) {
+		p := &parts[c]
+		p.n++
+		p.sum, p.c = neumaier(p.sum, p.c, abs)
+		if relOK {
+			p.nr++
+			p.sumr, p.cr = neumaier(p.sumr, p.cr, rel)
+		}
+	}, &nonFinite)
+	if err != nil {
+		return Stats{}, err
+	}
+	st := Stats{NonFinite: int(nonFinite.Load())}
+	var sum, c, sumr, cr float64
+	for _, p := range parts {
+		st.Finite += p.n
+		st.RelCount += p.nr
+		sum, c = neumaier(sum, c, p.sum)
+		sum, c = neumaier(sum, c, p.c)
+		sumr, cr = neumaier(sumr, cr, p.sumr)
+		sumr, cr = neumaier(sumr, cr, p.cr)
+	}
+	st.MeanAbs, st.MeanRel = math.NaN(), math.NaN()
+	if st.Finite > 0 {
+		st.MeanAbs = (sum + c) / float64(st.Finite)
+	}
+	if st.RelCount > 0 {
+		st.MeanRel = (sumr + cr) / float64(st.RelCount)
+	}
+	return st, nil
+}
+
+// neumaier adds v to the compensated sum (s, c).
+func neumaier(s, c, v float64) (float64, float64) {
+	t := s + v
+	if math.Abs(s) >= math.Abs(v) {
+		c += (s - t) + v
+	} else {
+		c += (v - t) + s
+	}
+	return t, c
+}
+
+// quantile is numpy's quantile(v, q) (method 'linear') of the absolute
+// errors (rel false) or the relative ones, over count values; NaN when
+// there are none.
+func (s *scanner) quantile(threads int, q float64, rel bool, count int) (float64, error) {
+	if count == 0 {
+		return math.NaN(), nil
+	}
+	h := float64(count-1) * q
+	lo := int(math.Floor(h))
+	if lo >= count-1 {
+		lo = count - 1
+	}
+	vlo, vhi, err := s.twoAt(threads, lo, lo < count-1 && h != float64(lo), rel)
+	if err != nil || vhi == nil {
+		return vlo, err
+	}
+	return lerp(vlo, *vhi, h-float64(lo)), nil
+}
+
+// twoAt is the k-th smallest error and, when next asks, the (k+1)-th:
+// the same value when it occurs more than once, else the least above.
+func (s *scanner) twoAt(threads, k int, next, rel bool) (float64, *float64, error) {
+	v, le, err := s.kth(threads, k, rel)
+	if err != nil || !next {
+		return v, nil, err
+	}
+	w := v
+	if le <= k+1 {
+		if w, err = s.leastAbove(threads, v, rel); err != nil {
+			return 0, nil, err
+		}
+	}
+	return v, &w, nil
+}
+
+// lerp is numpy's _lerp: a + t(b−a), from the other end when t ≥ 0.5.
+func lerp(a, b, t float64) float64 {
+	d := b - a
+	if t >= 0.5 {
+		return b - d*(1-t)
+	}
+	return a + d*t
+}
+
+// median is numpy's median: the middle value, or the mean of the two.
+func (s *scanner) median(threads int, rel bool, count int) (float64, error) {
+	if count == 0 {
+		return math.NaN(), nil
+	}
+	v, w, err := s.twoAt(threads, (count-1)/2, count%2 == 0, rel)
+	if err != nil || w == nil {
+		return v, err
+	}
+	return (v + *w) / 2, nil
+}
+
+// pick is the error a selection works on: the absolute one, or the
+// relative one where it is defined.
+func pick(rel bool, abs, r float64, relOK bool) (float64, bool) {
+	if !rel {
+		return abs, true
+	}
+	return r, relOK
+}
+
+// kth finds the k-th smallest error (from 0) by radix selection on its
+// bits, 16 at a time, and how many errors are at most it.
+func (s *scanner) kth(threads, k int, rel bool) (float64, int, error) {
+	var prefix, mask uint64
+	below := 0 // errors whose bits are below the prefix
+	for shift := 48; shift >= 0; shift -= 16 {
+		hist := make([][1 << 16]int, max(1, threads))
+		err := s.errPass(threads, func(w, _ int, abs, r float64, relOK bool) {
+			v, ok := pick(rel, abs, r, relOK)
+			b := math.Float64bits(v)
+			if ok && b&mask == prefix {
+				hist[w][(b>>shift)&0xffff]++
+			}
+		}, nil)
+		if err != nil {
+			return 0, 0, err
+		}
+		var total [1 << 16]int
+		for _, h := range hist {
+			for d, n := range h {
+				total[d] += n
+			}
+		}
+		d := 0
+		for ; d < 1<<16; d++ {
+			if below+total[d] > k {
+				break
+			}
+			below += total[d]
+		}
+		if d == 1<<16 {
+			return 0, 0, fmt.Errorf("internal error: selection of element %d ran out", k)
+		}
+		prefix |= uint64(d) << shift
+		mask |= 0xffff << shift
+		if shift == 0 {
+			return math.Float64frombits(prefix), below + total[d], nil
+		}
+	}
+	return 0, 0, nil
+}
+
+// leastAbove is the smallest error greater than v.
+func (s *scanner) leastAbove(threads int, v float64, rel bool) (float64, error) {
+	best := make([]float64, max(1, threads))
+	for i := range best {
+		best[i] = math.Inf(1)
+	}
+	err := s.errPass(threads, func(w, _ int, abs, r float64, relOK bool) {
+		x, ok := pick(rel, abs, r, relOK)
+		if ok && x > v && x < best[w] {
+			best[w] = x
+		}
+	}, nil)
+	sort.Float64s(best)
+	return best[0], err
+}
+
+// statistics fills in the report's mean, median (and quantile) of the
+// absolute error, and, with a statistic to check, decides Equal by it.
+// Tensors whose finite pairs all agree exactly cost no extra pass.
+func (s *scanner) statistics(t tally, o Options, rep *Report) error {
+	zero := Float(0)
+	allZero := t.maxAbsAt < 0 || t.maxAbs == 0
+	if o.Stat == "quantile" {
+		q := o.Quantile
+		rep.Quantile = &q
+	}
+	stat := o.Stat
+	if stat == "" {
+		stat = "elemwise"
+	}
+	if allZero && (t.different == 0 || stat == "elemwise") {
+		rep.MeanAbsDiff, rep.MedianAbsDiff = &zero, &zero
+		if rep.Quantile != nil {
+			rep.QuantileAbsDiff = &zero
+		}
+		return nil
+	}
+	threads := max(o.Threads, 1)
+	st, err := s.means(threads)
+	if err != nil {
+		return err
+	}
+	med, err := s.median(threads, false, st.Finite)
+	if err != nil {
+		return err
+	}
+	mean, median := Float(st.MeanAbs), Float(med)
+	rep.MeanAbsDiff, rep.MedianAbsDiff = &mean, &median
+	var qv float64
+	if rep.Quantile != nil {
+		if qv, err = s.quantile(threads, o.Quantile, false, st.Finite); err != nil {
+			return err
+		}
+		q := Float(qv)
+		rep.QuantileAbsDiff = &q
+	}
+	if stat == "elemwise" || t.different == 0 {
+		return nil
+	}
+	// That statistic of the absolute error within atol, or of the
+	// relative error within rtol (Polygraphy's rule); pairs that are not
+	// finite must agree.
+	var absStat float64
+	switch stat {
+	case "max":
+		absStat = math.Max(0, t.maxAbs)
+	case "mean":
+		absStat = st.MeanAbs
+	case "median":
+		absStat = med
+	case "quantile":
+		absStat = qv
+	}
+	pass := absStat <= o.ATol
+	if !pass && o.RTol > 0 {
+		var relStat float64
+		switch stat {
+		case "max":
+			relStat = math.Max(0, t.maxRel)
+		case "mean":
+			relStat = st.MeanRel
+		case "median":
+			relStat, err = s.median(threads, true, st.RelCount)
+		case "quantile":
+			relStat, err = s.quantile(threads, o.Quantile, true, st.RelCount)
+		}
+		if err != nil {
+			return err
+		}
+		pass = relStat <= o.RTol
+	}
+	rep.Equal = pass && st.NonFinite == 0
+	return nil
+}
