@@ -88,11 +88,11 @@ type Report struct {
 	MaxAbsDiffIndex []int  `json:"max_abs_diff_index"`
 	MaxRelDiff      *Float `json:"max_rel_diff"`
 	MaxRelDiffIndex []int  `json:"max_rel_diff_index"`
-	// The mean and median of |a - b| over the same elements (numpy's
-	// mean and median of those values), and its quantile Quantile when
-	// --check-error-stat quantile asks for it; DifferentShare is
-	// Different / Elements. CheckErrorStat is the statistic that decided
-	// Equal ("elemwise": every element).
+	// The mean of |a - b| over the same elements (numpy's mean of those
+	// values) in tolerant modes, its median with --check-error-stat
+	// median or quantile, and its quantile Quantile with quantile (null
+	// otherwise); DifferentShare is Different / Elements. CheckErrorStat
+	// is the statistic that decided Equal ("elemwise": every element).
 	MeanAbsDiff     *Float   `json:"mean_abs_diff"`
 	MedianAbsDiff   *Float   `json:"median_abs_diff"`
 	QuantileAbsDiff *Float   `json:"quantile_abs_diff,omitempty"`

@@ -53,7 +53,10 @@ func (r *Report) WriteText(w io.Writer) error {
 			writeMax(&b, "max abs diff", *r.MaxAbsDiff, r.MaxAbsDiffIndex)
 			writeMax(&b, "max rel diff", *r.MaxRelDiff, r.MaxRelDiffIndex)
 			if r.MeanAbsDiff != nil {
-				fmt.Fprintf(&b, "mean abs diff %s, median abs diff %s", numText(float64(*r.MeanAbsDiff)), numText(float64(*r.MedianAbsDiff)))
+				fmt.Fprintf(&b, "mean abs diff %s", numText(float64(*r.MeanAbsDiff)))
+				if r.MedianAbsDiff != nil {
+					fmt.Fprintf(&b, ", median abs diff %s", numText(float64(*r.MedianAbsDiff)))
+				}
 				if r.QuantileAbsDiff != nil {
 					fmt.Fprintf(&b, ", %s-quantile abs diff %s", numText(*r.Quantile), numText(float64(*r.QuantileAbsDiff)))
 				}

@@ -40,7 +40,7 @@ const statsChunk = 1 << 16
 // the chunk number and the absolute and relative errors of each finite
 // pair (relOK when A is not 0). Pairs not both finite are not passed,
 // but counted in *nonFinite (when not nil) unless they agree.
-func (s *scanner) errPass(threads int, f func(w, chunk int, abs, rel float64, relOK bool), nonFinite *atomic.Int64) error {
+func (s *scanner) errPass(threads int, needRel bool, f func(w, chunk int, e *errBatch), nonFinite *atomic.Int64) error {
 	chunks := (s.n + statsChunk - 1) / statsChunk
 	workers := max(1, min(threads, chunks))
 	var next atomic.Int64
@@ -64,6 +64,7 @@ func (s *scanner) errPass(threads int, f func(w, chunk int, abs, rel float64, re
 			}()
 			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 			bb := new(bufs)
+			eb := new(errBatch)
 			idx := make([]int, len(s.shape))
 			for {
 				c := int(next.Add(1) - 1)
@@ -92,6 +93,7 @@ func (s *scanner) errPass(threads int, f func(w, chunk int, abs, rel float64, re
 							}
 						}
 					}
+					eb.n = 0
 					for j := 0; j < m; j++ {
 						var abs, ref float64
 						if cplx {
@@ -117,18 +119,29 @@ func (s *scanner) errPass(threads int, f func(w, chunk int, abs, rel float64, re
 								abs, ref, _ = s.diff(s.a.elem(i+j), s.b.elem(i+j))
 							}
 						}
-						if ref != 0 {
-							f(w, c, abs, abs/ref, true)
-						} else {
-							f(w, c, abs, 0, false)
+						k := eb.n
+						eb.abs[k], eb.rel[k], eb.relOK[k] = abs, 0, ref != 0
+						if needRel && ref != 0 { // a division: only when wanted
+							eb.rel[k] = abs / ref
 						}
+						eb.n++
 					}
+					f(w, c, eb)
 				}
 			}
 		}()
 	}
 	wg.Wait()
 	return firstErr
+}
+
+// errBatch is up to a batch of finite pairs' errors: the absolute ones,
+// and the relative ones where relOK (A is not 0).
+type errBatch struct {
+	n     int
+	abs   [batch]float64
+	rel   [batch]float64
+	relOK [batch]bool
 }
 
 // sameNonFinite: two values that agree though not both finite (NaN and
@@ -149,13 +162,15 @@ func (s *scanner) means(threads int) (Stats, error) {
 	}
 	parts := make([]part, chunks)
 	var nonFinite atomic.Int64
-	err := s.errPass(threads, func(_, c int, abs, rel float64, relOK bool) {
+	err := s.errPass(threads, true, func(_, c int, e *errBatch) {
 		p := &parts[c]
-		p.n++
-		p.sum, p.c = neumaier(p.sum, p.c, abs)
-		if relOK {
-			p.nr++
-			p.sumr, p.cr = neumaier(p.sumr, p.cr, rel)
+		p.n += e.n
+		for k := 0; k < e.n; k++ {
+			p.sum, p.c = neumaier(p.sum, p.c, e.abs[k])
+			if e.relOK[k] {
+				p.nr++
+				p.sumr, p.cr = neumaier(p.sumr, p.cr, e.rel[k])
+			}
 		}
 	}, &nonFinite)
 	if err != nil {
@@ -264,11 +279,14 @@ func (s *scanner) kth(threads, k int, rel bool) (float64, int, error) {
 	below := 0 // errors whose bits are below the prefix
 	for shift := 48; shift >= 0; shift -= 16 {
 		hist := make([][1 << 16]int, max(1, threads))
-		err := s.errPass(threads, func(w, _ int, abs, r float64, relOK bool) {
-			v, ok := pick(rel, abs, r, relOK)
-			b := math.Float64bits(v)
-			if ok && b&mask == prefix {
-				hist[w][(b>>shift)&0xffff]++
+		err := s.errPass(threads, rel, func(w, _ int, e *errBatch) {
+			h := &hist[w]
+			for k := 0; k < e.n; k++ {
+				v, ok := pick(rel, e.abs[k], e.rel[k], e.relOK[k])
+				b := math.Float64bits(v)
+				if ok && b&mask == prefix {
+					h[(b>>shift)&0xffff]++
+				}
 			}
 		}, nil)
 		if err != nil {
@@ -305,20 +323,30 @@ func (s *scanner) leastAbove(threads int, v float64, rel bool) (float64, error) 
 	for i := range best {
 		best[i] = math.Inf(1)
 	}
-	err := s.errPass(threads, func(w, _ int, abs, r float64, relOK bool) {
-		x, ok := pick(rel, abs, r, relOK)
-		if ok && x > v && x < best[w] {
-			best[w] = x
+	err := s.errPass(threads, rel, func(w, _ int, e *errBatch) {
+		for k := 0; k < e.n; k++ {
+			x, ok := pick(rel, e.abs[k], e.rel[k], e.relOK[k])
+			if ok && x > v && x < best[w] {
+				best[w] = x
+			}
 		}
 	}, nil)
 	sort.Float64s(best)
 	return best[0], err
 }
 
-// statistics fills in the report's mean, median (and quantile) of the
-// absolute error, and, with a statistic to check, decides Equal by it.
+// statistics fills in the report's mean of the absolute error (and its
+// median and quantile when --check-error-stat is one of those), and, with
+// a statistic to check, decides Equal by it.
 // Tensors whose finite pairs all agree exactly cost no extra pass.
+//
+// A bit-for-bit comparison (no tolerance, no statistic) leaves them out
+// (null): its verdict is a memcmp, and the passes of a median over a
+// large pair would cost ten times that.
 func (s *scanner) statistics(t tally, o Options, rep *Report) error {
+	if !o.Tolerant {
+		return nil
+	}
 	zero := Float(0)
 	allZero := t.maxAbsAt < 0 || t.maxAbs == 0
 	if o.Stat == "quantile" {
@@ -330,7 +358,10 @@ func (s *scanner) statistics(t tally, o Options, rep *Report) error {
 		stat = "elemwise"
 	}
 	if allZero && (t.different == 0 || stat == "elemwise") {
-		rep.MeanAbsDiff, rep.MedianAbsDiff = &zero, &zero
+		rep.MeanAbsDiff = &zero
+		if stat == "median" || stat == "quantile" {
+			rep.MedianAbsDiff = &zero
+		}
 		if rep.Quantile != nil {
 			rep.QuantileAbsDiff = &zero
 		}
@@ -341,12 +372,18 @@ func (s *scanner) statistics(t tally, o Options, rep *Report) error {
 	if err != nil {
 		return err
 	}
-	med, err := s.median(threads, false, st.Finite)
-	if err != nil {
-		return err
+	mean := Float(st.MeanAbs)
+	rep.MeanAbsDiff = &mean
+	// A median or quantile takes four or five more passes over both
+	// inputs (a selection, 16 bits at a time): only when a check asks.
+	var med float64
+	if stat == "median" || stat == "quantile" {
+		if med, err = s.median(threads, false, st.Finite); err != nil {
+			return err
+		}
+		median := Float(med)
+		rep.MedianAbsDiff = &median
 	}
-	mean, median := Float(st.MeanAbs), Float(med)
-	rep.MeanAbsDiff, rep.MedianAbsDiff = &mean, &median
 	var qv float64
 	if rep.Quantile != nil {
 		if qv, err = s.quantile(threads, o.Quantile, false, st.Finite); err != nil {
