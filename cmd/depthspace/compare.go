@@ -17,6 +17,7 @@ type compareFlags struct {
 	rtol, atol   []string // [NAME:]value, repeatable
 	stat         string
 	quantile     float64
+	diffImage    string
 	json         bool
 	threads      int
 	maxReport    int
@@ -115,6 +116,7 @@ path, a file only one side has being a difference. Tolerances may be given per m
 	fl.StringArrayVar(&f.atol, "atol", nil, "absolute tolerance [NAME:]A: compare values with numpy's isclose rule; NAME: for one member of archives (repeatable)")
 	fl.StringVar(&f.stat, "check-error-stat", "elemwise", "what must stay within tolerance: elemwise (every element), or that statistic of the errors: max, mean, median, quantile")
 	fl.Float64Var(&f.quantile, "error-quantile", 0.99, "the quantile --check-error-stat quantile checks (numpy's quantile, method linear)")
+	fl.StringVar(&f.diffImage, "diff-image", "", "write a PNG heat map of |B - A| over the two last axes (the largest over the others): black 0, white the largest")
 	fl.BoolVar(&f.json, "json", false, "print the report as one JSON object")
 	fl.IntVar(&f.maxReport, "max-report", compare.DefaultMaxReport, "how many differences to list (the first by index)")
 	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work")
@@ -142,6 +144,7 @@ func (f *compareFlags) job(cmd *cobra.Command, args []string, s *streams) (*comp
 		Threads:   f.threads,
 		Stat:      strings.ToLower(f.stat),
 		Quantile:  f.quantile,
+		DiffImage: f.diffImage,
 	}
 	var err error
 	if o.RTol, o.MemberRTol, err = parseTolerances("--rtol", f.rtol); err != nil {

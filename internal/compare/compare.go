@@ -40,6 +40,9 @@ type Options struct {
 	// "mean", "median" or "quantile" (Quantile, in [0, 1]).
 	Stat     string
 	Quantile float64
+	// DiffImage, when set, is the path of a PNG heat map of |B−A| over
+	// the two last axes (diffimage.go) written for a pair of tensors.
+	DiffImage string
 	// MaxReport is how many differences are listed (the first by index).
 	MaxReport int
 	Threads   int
@@ -99,6 +102,10 @@ type Report struct {
 	Quantile        *float64 `json:"quantile,omitempty"`
 	DifferentShare  float64  `json:"different_share"`
 	CheckErrorStat  string   `json:"check_error_stat"`
+	// DiffImage is the picture written (--diff-image), and DiffImageMax
+	// the |B−A| its white stands for.
+	DiffImage    string `json:"diff_image,omitempty"`
+	DiffImageMax *Float `json:"diff_image_max,omitempty"`
 	// First lists the first MaxReport differing elements, by index.
 	First []Difference `json:"first"`
 }
@@ -329,6 +336,8 @@ func Any(j Job) (result interface {
 		return nil, false, err
 	}
 	switch da, db := isDir(j.A.Path), isDir(j.B.Path); {
+	case (da || db) && j.DiffImage != "":
+		return nil, false, errors.New("--diff-image draws one pair of tensors, not directories")
 	case da && db:
 		rep, err := Dirs(j)
 		if err != nil {
@@ -362,6 +371,9 @@ func anyFiles(j Job) (result interface {
 	if err := checkMemberNames(j.Options, as, bs); err != nil {
 		return nil, false, err
 	}
+	if j.DiffImage != "" && (len(as) > 1 || len(bs) > 1) {
+		return nil, false, fmt.Errorf("--diff-image draws one pair of tensors; %s and %s hold several (pick one with convert --member)", j.A.Path, j.B.Path)
+	}
 	if len(as) == 1 && len(bs) == 1 {
 		if as[0].Name != "" {
 			j.Options = j.Options.forMember(as[0].Name)
@@ -386,9 +398,15 @@ func closeAll(ts []*pipeline.Tensor) {
 }
 
 func tensors(j Job, ta, tb *pipeline.Tensor) (*Report, error) {
-	rep, err := Tensors(Tensor{Header: ta.Header, Data: ta.Data}, Tensor{Header: tb.Header, Data: tb.Data}, j.Options)
+	a, b := Tensor{Header: ta.Header, Data: ta.Data}, Tensor{Header: tb.Header, Data: tb.Data}
+	rep, err := Tensors(a, b, j.Options)
 	if err != nil {
 		return nil, &pipeline.PathError{Path: j.A.Path + " and " + j.B.Path, Err: err}
+	}
+	if j.DiffImage != "" {
+		if err := writeDiffImage(j, a, b, rep); err != nil {
+			return nil, err
+		}
 	}
 	rep.A.Path, rep.A.Format = j.A.Path, string(ta.Kind)
 	rep.B.Path, rep.B.Format = j.B.Path, string(tb.Kind)

@@ -66,6 +66,9 @@ func (r *Report) WriteText(w io.Writer) error {
 				fmt.Fprintf(&b, "decided by the %s of the errors (--check-error-stat), not element by element\n", r.CheckErrorStat)
 			}
 		}
+		if r.DiffImage != "" {
+			fmt.Fprintf(&b, "difference picture %s: black 0, white |b - a| = %s, cyan where NaN or Inf do not match\n", r.DiffImage, numText(float64(*r.DiffImageMax)))
+		}
 		if len(r.First) > 0 {
 			if len(r.First) < r.Different {
 				fmt.Fprintf(&b, "first %d of %d differences (index: a vs b):\n", len(r.First), r.Different)

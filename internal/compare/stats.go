@@ -93,14 +93,18 @@ func (s *scanner) errPass(threads int, needRel bool, f func(w, chunk int, e *err
 							}
 						}
 					}
-					eb.n = 0
+					eb.n, eb.nbad = 0, 0
 					for j := 0; j < m; j++ {
 						var abs, ref float64
 						if cplx {
 							x, y, xi, yi := bb.xb[j], bb.ya[j], bb.xi[j], bb.yi[j]
 							if (x-x)+(y-y)+(xi-xi)+(yi-yi) != 0 {
-								if nonFinite != nil && (!sameNonFinite(x, y) || !sameNonFinite(xi, yi)) {
-									nonFinite.Add(1)
+								if !sameNonFinite(x, y) || !sameNonFinite(xi, yi) {
+									if nonFinite != nil {
+										nonFinite.Add(1)
+									}
+									eb.bad[eb.nbad] = i + j
+									eb.nbad++
 								}
 								continue
 							}
@@ -108,8 +112,12 @@ func (s *scanner) errPass(threads int, needRel bool, f func(w, chunk int, e *err
 						} else {
 							x, y := bb.xb[j], bb.ya[j]
 							if (x-x)+(y-y) != 0 {
-								if nonFinite != nil && !sameNonFinite(x, y) {
-									nonFinite.Add(1)
+								if !sameNonFinite(x, y) {
+									if nonFinite != nil {
+										nonFinite.Add(1)
+									}
+									eb.bad[eb.nbad] = i + j
+									eb.nbad++
 								}
 								continue
 							}
@@ -120,7 +128,7 @@ func (s *scanner) errPass(threads int, needRel bool, f func(w, chunk int, e *err
 							}
 						}
 						k := eb.n
-						eb.abs[k], eb.rel[k], eb.relOK[k] = abs, 0, ref != 0
+						eb.abs[k], eb.rel[k], eb.relOK[k], eb.at[k] = abs, 0, ref != 0, i+j
 						if needRel && ref != 0 { // a division: only when wanted
 							eb.rel[k] = abs / ref
 						}
@@ -142,6 +150,11 @@ type errBatch struct {
 	abs   [batch]float64
 	rel   [batch]float64
 	relOK [batch]bool
+	at    [batch]int // the flat index of each
+	// bad are the flat indices of the pairs that are not both finite and
+	// do not agree (a NaN against a number, different infinities).
+	nbad int
+	bad  [batch]int
 }
 
 // sameNonFinite: two values that agree though not both finite (NaN and
