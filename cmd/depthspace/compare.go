@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 	"strconv"
 	"strings"
@@ -99,7 +100,13 @@ path, a file only one side has being a difference. Tolerances may be given per m
 				return err
 			}
 			if f.json {
-				if err := writeJSON(s.out, rep); err != nil {
+				if jl, ok := rep.(interface{ WriteJSONLines(io.Writer) error }); ok {
+					// Containers and directories: one record per pair and
+					// a summary, as a batch's --json.
+					if err := jl.WriteJSONLines(s.out); err != nil {
+						return err
+					}
+				} else if err := writeJSON(s.out, rep); err != nil {
 					return err
 				}
 			} else if err := rep.WriteText(s.out); err != nil {

@@ -65,17 +65,35 @@ func TestCompareNpzMembers(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "only in "+a+": y") || !strings.Contains(out, "only in "+fewer+": z") {
 		t.Fatalf("members only on one side: exit %d\n%s", code, out)
 	}
+	// --json: one object per member (with its name), then a summary, as
+	// a batch's --json.
 	code, out, _ = runIt("--json", a, diff)
-	var rep struct {
-		A, B    string
-		Equal   bool
-		Members []struct {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var members []struct {
+		Member    string
+		Equal     bool
+		Different int
+	}
+	for _, l := range lines[:len(lines)-1] {
+		var m struct {
+			Member    string
 			Equal     bool
 			Different int
 		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("--json record %q: %v", l, err)
+		}
+		members = append(members, m)
 	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 1 || rep.Equal || len(rep.Members) != 2 ||
-		!rep.Members[0].Equal || rep.Members[1].Different != 1 || rep.A != a {
+	var sum struct {
+		Summary             bool
+		A, B                string
+		Equal               bool
+		Compared, Different int
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || code != 1 || !sum.Summary || sum.Equal ||
+		sum.Compared != 2 || sum.Different != 1 || sum.A != a || len(members) != 2 ||
+		members[0].Member != "x" || !members[0].Equal || members[1].Member != "y" || members[1].Different != 1 {
 		t.Fatalf("--json: exit %d, %v\n%s", code, err, out)
 	}
 }

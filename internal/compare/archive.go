@@ -15,6 +15,7 @@ type ArchiveReport struct {
 	A, B    string    `json:"-"`
 	Equal   bool      `json:"equal"`
 	Members []*Report `json:"members"`
+	names   []string  // each member's name, for the JSON records
 	// OnlyA and OnlyB name the members the other side lacks; either makes
 	// the archives different.
 	OnlyA []string `json:"only_in_a"`
@@ -55,6 +56,7 @@ func Archives(j Job, a, b []*pipeline.Tensor) (*ArchiveReport, error) {
 		r.A.Path, r.A.Format = j.A.Path+":"+ta.Name, string(ta.Kind)
 		r.B.Path, r.B.Format = j.B.Path+":"+tb.Name, string(tb.Kind)
 		rep.Members = append(rep.Members, r)
+		rep.names = append(rep.names, ta.Name)
 		rep.Equal = rep.Equal && r.Equal
 	}
 	for _, tb := range b {
@@ -128,4 +130,38 @@ func writeOnly(b *strings.Builder, side string, only []string) {
 	if len(only) > 0 {
 		fmt.Fprintf(b, "only in %s: %s\n", side, strings.Join(only, ", "))
 	}
+}
+
+// Summary is the last JSON record of a comparison of containers or
+// directories, told from the others by "summary": true, as a batch's.
+type Summary struct {
+	IsSummary bool     `json:"summary"` // always true
+	A         string   `json:"a"`
+	B         string   `json:"b"`
+	Equal     bool     `json:"equal"`
+	Compared  int      `json:"compared"`  // member or file pairs compared
+	Different int      `json:"different"` // of those, the ones that differ
+	OnlyA     []string `json:"only_in_a"`
+	OnlyB     []string `json:"only_in_b"`
+}
+
+// WriteJSONLines prints --json for archives: one JSON object per member
+// pair (the member's report, with its "member" name), then the summary.
+func (r *ArchiveReport) WriteJSONLines(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	different := 0
+	for i, m := range r.Members {
+		if !m.Equal {
+			different++
+		}
+		if err := enc.Encode(struct {
+			Member string `json:"member"`
+			*Report
+		}{r.names[i], m}); err != nil {
+			return err
+		}
+	}
+	return enc.Encode(Summary{IsSummary: true, A: r.A, B: r.B, Equal: r.Equal, Compared: len(r.Members),
+		Different: different, OnlyA: r.OnlyA, OnlyB: r.OnlyB})
 }

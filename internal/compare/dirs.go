@@ -244,3 +244,25 @@ func (r *BytesReport) WriteText(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "%s and %s %s (not compared as tensors: %s)\n", r.A, r.B, verdict, r.Reason)
 	return err
 }
+
+// WriteJSONLines prints --json for directories: one JSON object per file
+// pair ({"file", "equal", "report"}), then the summary.
+func (r *DirReport) WriteJSONLines(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	different := 0
+	for _, f := range r.Files {
+		if !f.Equal {
+			different++
+		}
+		if err := enc.Encode(struct {
+			File   string `json:"file"`
+			Equal  bool   `json:"equal"`
+			Report any    `json:"report"`
+		}{f.Rel, f.Equal, f.Result}); err != nil {
+			return err
+		}
+	}
+	return enc.Encode(Summary{IsSummary: true, A: r.A, B: r.B, Equal: r.Equal, Compared: len(r.Files),
+		Different: different, OnlyA: r.OnlyA, OnlyB: r.OnlyB})
+}
