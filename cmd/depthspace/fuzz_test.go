@@ -254,6 +254,23 @@ var cliCommands = []cliCommand{
 	{[]string{"reorder", "--from-order", "dcr", "--to-order", "crd", "-b", "2", "IN", "-o", "DIR/out.npy"}, "02", "out.npy"},
 	{[]string{"reorder", "--from-layout", "nchw", "--to-layout", "nhwc", "IN", "-o", "DIR/out.npy"}, "02", "out.npy"},
 	{[]string{"s2d", "-b", "1", "IN", "-o", "DIR/out.npz"}, "02", "out.npz"},
+	// Issue 15 and 16: block orders, layouts, crop/pad, the new formats.
+	{[]string{"s2d", "-b", "2", "--layout", "hw", "--block-order", "bggr", "--pad", "reflect", "IN", "-o", "DIR/out.npy"}, "02", "out.npy"},
+	{[]string{"s2d", "-b", "2", "--block-order", "0,1,3,2", "--crop", "IN", "-o", "DIR/out.npy"}, "02", "out.npy"},
+	{[]string{"d2s", "-b", "2", "--layout", "hwc", "--block-order", "col-major", "--crop-to", "3,3", "IN", "-o", "DIR/out.npy"}, "02", "out.npy"},
+	{[]string{"convert", "IN", "DIR/out.safetensors"}, "02", "out.safetensors"},
+	{[]string{"convert", "IN", "DIR/out.png"}, "02", "out.png"},
+	{[]string{"s2d", "-b", "2", "--member", "*", "IN", "-o", "DIR/out.safetensors"}, "02", "out.safetensors"},
+	{[]string{"s2d", "-b", "2", "--from", "tar", "IN", "-o", "DIR/out.tar"}, "02", "out.tar"},
+	{[]string{"compare", "--check-error-stat", "median", "--atol", "1e-3", "IN", "DIR/in.copy"}, "02", ""},
+	{[]string{"compare", "--check-error-stat", "quantile", "--rtol", "x:1", "IN", "DIR/good.npy"}, "012", ""},
+	{[]string{"compare", "--diff-image", "DIR/d.png", "IN", "DIR/good.npy"}, "012", "d.png"},
+	{[]string{"reorder", "--from-block-order", "bggr", "--to-block-order", "rggb", "-b", "2", "--from-layout", "hwc", "--to-layout", "hwc", "IN", "-o", "DIR/out.npy"}, "02", "out.npy"},
+	{[]string{"info", "--json", "IN"}, "02", ""},
+	{[]string{"s2d", "-b", "1", "IN", "-o", "DIR/out.tar"}, "02", "out.tar"},
+	{[]string{"convert", "--member", "a*", "IN", "DIR/out.npy"}, "02", "out.npy"},
+	{[]string{"explain", "s2d", "-b", "2", "--layout", "hw", "--block-order", "gbrg", "--shape", "4,4"}, "0", ""},
+	{[]string{"compare", "DIR", "DIR"}, "02", ""},
 }
 
 // FuzzCLICommands is FuzzCLIInput for the other commands (info, convert,
@@ -280,10 +297,14 @@ func FuzzCLICommands(f *testing.F) {
 	f.Add([]byte(""), uint8(3|128))
 	f.Fuzz(func(t *testing.T, data []byte, cmd uint8) {
 		dir := t.TempDir()
-		names := []string{"in.npy", "in.json", "in.bin", "in.dat", "in.npz", "in.pb", "in.npy", "in.json"}
-		name := names[cmd&7]
+		names := []string{"in.npy", "in.json", "in.bin", "in.dat", "in.npz", "in.pb", "in.npy", "in.json",
+			"in.safetensors", "in.png", "in.tar", "in.dat", "in.npy", "in.safetensors", "in.png", "in.tar"}
+		// The length's second bit chooses the second half of the inputs
+		// and of the commands (there are only 8 bits of cmd).
+		half := len(data) >> 1 & 1
+		name := names[int(cmd&7)+8*half]
 		var extra []string
-		switch cmd & 7 {
+		switch int(cmd&7) + 8*half {
 		case 2:
 			extra = []string{"--from", "raw", "--dtype", "uint8", "--shape", "1,1,2," + strconv.Itoa(len(data)/2)}
 		case 6:
@@ -291,13 +312,13 @@ func FuzzCLICommands(f *testing.F) {
 		case 7:
 			extra = []string{"--dtype", "uint8"}
 		}
-		c := cliCommands[int(cmd>>3&15)%len(cliCommands)]
+		c := cliCommands[(int(cmd>>3&15)+16*half)%len(cliCommands)]
 		in := filepath.Join(dir, name)
 		files := map[string][]byte{name: data, "in.copy": data}
 		good := append(format.EncodeNpy(format.Header{DType: u4, Shape: []int{1, 1, 2, 2}}), make([]byte, 16)...)
 		files["good.npy"] = good
 		files["good.json"] = []byte(`{"dtype": "uint32", "shape": [1, 1, 2, 2], "data": [[[[0, 0], [0, 0]]]]}`)
-		if cmd&7 == 2 {
+		if int(cmd&7)+8*half == 2 {
 			files["in.copy"] = nil // compare needs the description too; use the same file
 		}
 		for n, b := range files {
@@ -315,7 +336,7 @@ func FuzzCLICommands(f *testing.F) {
 				args = append(args, "-")
 			case a == "IN":
 				args = append(args, in)
-			case a == "DIR/in.copy" && cmd&7 == 2:
+			case a == "DIR/in.copy" && int(cmd&7)+8*half == 2:
 				args = append(args, in)
 			default:
 				args = append(args, strings.Replace(a, "DIR", dir, 1))
