@@ -110,7 +110,12 @@ type scanner struct {
 	maxReport int
 	numeric   bool // both numeric: differences have a size
 	contig    bool // both C order: the walk is the flat index itself
-	tiled     bool // one side C order, the other Fortran: walk in tiles
+	// parts, when set, gather the error sums of the tolerant scan per
+	// statsChunk of the flat index (stats.go): the mean then costs no
+	// pass of its own. Units of the scan are whole statsChunks, so each
+	// part is one worker's and is summed in index order.
+	parts []meanPart
+	tiled bool // one side C order, the other Fortran: walk in tiles
 }
 
 func newScanner(a, b Tensor, n int) *scanner {
@@ -285,6 +290,9 @@ func (s *scanner) plan(threads int) (int, func(bb *bufs, u int, t *tally)) {
 		}
 	}
 	chunk := max(chunkElems, (s.n+16*threads-1)/(16*threads))
+	if s.parts != nil {
+		chunk = (chunk + statsChunk - 1) / statsChunk * statsChunk
+	}
 	return (s.n + chunk - 1) / chunk, func(bb *bufs, c int, t *tally) {
 		lo := c * chunk
 		s.chunk(bb, lo, min(lo+chunk, s.n), t)
@@ -415,6 +423,9 @@ func (s *scanner) span(bb *bufs, pos, dpos, n, offA, sa, offB, sb int, t *tally)
 			// tolerances, and their differences are 0: a memcmp, as in
 			// exact mode (identical inputs cost the same either way).
 			if sameType && bytes.Equal(s.a.data[oa*s.a.size:(oa+m)*s.a.size], s.b.data[ob*s.b.size:(ob+m)*s.b.size]) {
+				if s.parts != nil {
+					s.parts[p/statsChunk].equal += m // their errors are 0; finite ones counted if needed
+				}
 				continue
 			}
 			s.batchTolerant(bb, p, dpos, m, oa, sa, ob, sb, t)
@@ -487,13 +498,22 @@ func (s *scanner) batchTolerant(bb *bufs, pos, dpos, m, oa, sa, ob, sb int, t *t
 				t.note(at, s.maxReport)
 			}
 			if (xr-xr)+(xi-xi)+(yr-yr)+(yi-yi) == 0 { // all finite
-				mx.add(at, math.Hypot(yr-xr, yi-xi), math.Hypot(yr, yi))
+				abs, ref := math.Hypot(yr-xr, yi-xi), math.Hypot(yr, yi)
+				mx.add(at, abs, ref)
+				if s.parts != nil {
+					s.parts[at/statsChunk].add(abs, ref)
+				}
+			} else if s.parts != nil && (!sameNonFinite(xr, yr) || !sameNonFinite(xi, yi)) {
+				s.parts[at/statsChunk].nonFinite++
 			}
 		}
 		mx.merge(t)
 		return
 	}
 	ya, xb := bb.ya[:m], bb.xb[:m]
+	// The batch's error sums, added to its part once (a batch lies in one
+	// statsChunk: the scan's units are whole ones).
+	var acc meanPart
 	for j := range ya {
 		x, y := xb[j], ya[j]
 		at := pos + j*dpos
@@ -501,16 +521,24 @@ func (s *scanner) batchTolerant(bb *bufs, pos, dpos, m, oa, sa, ob, sb int, t *t
 			t.note(at, s.maxReport)
 		}
 		if (x-x)+(y-y) != 0 { // not both finite
+			if !sameNonFinite(x, y) {
+				acc.nonFinite++
+			}
 			continue
 		}
+		abs, ref := math.Abs(x-y), math.Abs(y)
 		if ints {
 			// Integers beyond 2^53 are measured exactly.
-			if abs, ref, ok := s.diff(s.a.elem(oa+j*sa), s.b.elem(ob+j*sb)); ok {
-				mx.add(at, abs, ref)
+			var ok bool
+			if abs, ref, ok = s.diff(s.a.elem(oa+j*sa), s.b.elem(ob+j*sb)); !ok {
+				continue
 			}
-		} else {
-			mx.add(at, math.Abs(x-y), math.Abs(y))
 		}
+		mx.add(at, abs, ref)
+		acc.add(abs, ref)
+	}
+	if s.parts != nil {
+		s.parts[pos/statsChunk].merge(&acc)
 	}
 	mx.merge(t)
 }

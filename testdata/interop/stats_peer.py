@@ -42,6 +42,16 @@ def gen(d):
                 a[rng.integers(0, n, 1)] = np.nan
                 b[rng.integers(0, n, 1)] = np.inf
             cases[f"{name}_{n}"] = (a, b)
+    # Mostly equal: whole batches of equal bytes (with NaN, Inf and zeros
+    # in them) between a few differences.
+    for name, dt in (("f4", np.float32), ("f2", np.float16)):
+        a = rng.standard_normal(70001).astype(dt)
+        a[[5, 300, 70000]] = np.nan
+        a[[7, 40000]] = np.inf
+        a[[9, 1000, 2000]] = 0
+        b = a.copy()
+        b[[1234, 50000, 69999]] += dt(0.5)
+        cases[f"{name}_sparse"] = (a, b)
     big = np.array([2**60 + i for i in range(0, 4000, 3)], dtype=np.int64)
     cases["i8_big"] = (big, big + rng.integers(-5, 5, big.size))
     u = rng.integers(0, 256, 50001).astype(np.uint8)
