@@ -456,24 +456,21 @@ func (s *scanner) statistics(t tally, o Options, rep *Report) error {
 }
 
 // meanPart is what the tolerant scan sums for one statsChunk: the finite
-// pairs' errors (compensated sums), the pairs in batches of equal bytes
-// (errors 0, finiteness not looked at), and the non-finite pairs that do
-// not agree.
+// pairs' absolute errors (a compensated sum), the pairs in batches of
+// equal bytes (errors 0, finiteness not looked at), and the non-finite
+// pairs that do not agree.
 type meanPart struct {
-	n, nr            int
-	sum, c, sumr, cr float64
+	n                int
+	sum, c           float64
 	equal, nonFinite int
 }
 
 // merge adds another part's sums (a batch's) to p.
 func (p *meanPart) merge(q *meanPart) {
 	p.n += q.n
-	p.nr += q.nr
 	p.nonFinite += q.nonFinite
 	p.sum, p.c = neumaier(p.sum, p.c, q.sum)
 	p.c += q.c
-	p.sumr, p.cr = neumaier(p.sumr, p.cr, q.sumr)
-	p.cr += q.cr
 }
 
 // add counts a finite pair's absolute error. (The relative errors' mean,
