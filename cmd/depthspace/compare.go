@@ -127,7 +127,7 @@ path, a file only one side has being a difference. Tolerances may be given per m
 	fl.BoolVar(&f.json, "json", false, "print the report as one JSON object")
 	fl.IntVar(&f.maxReport, "max-report", compare.DefaultMaxReport, "how many differences to list (the first by index)")
 	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work")
-	fl.StringVar(&f.from, "from", "", "input format of both: npy, raw or json (default: by extension, then by content)")
+	fl.StringVar(&f.from, "from", "", "input format of both: npy, raw, json, onnx, npz, safetensors, png or tar (default: by extension, then by content)")
 	fl.StringVar(&f.dtype, "dtype", "", "element type of raw inputs or bare JSON arrays (float32, f4, FLOAT16, ...)")
 	fl.StringVar(&f.shape, "shape", "", "shape of raw inputs, as D1,D2,...")
 	registerCompletions(cmd)

@@ -74,7 +74,7 @@ described; the exit status is then 2.`,
 	fl := cmd.Flags()
 	fl.BoolVar(&f.json, "json", false, "print a JSON array, one object per input (per npz member, per file of a DIR)")
 	fl.StringVarP(&f.block, "block", "b", "", "also tell which operations are possible with this block (2 or 2x3)")
-	fl.StringVar(&f.from, "from", "", "input format: npy, raw or json (default: by extension, then by content)")
+	fl.StringVar(&f.from, "from", "", "input format: npy, raw, json, onnx, npz, safetensors, png or tar (default: by extension, then by content)")
 	fl.StringVar(&f.dtype, "dtype", "", "element type of raw input or a bare JSON array (float32, f4, FLOAT16, ...)")
 	fl.StringVar(&f.shape, "shape", "", "shape of raw input, as D1,D2,...")
 	registerCompletions(cmd)
