@@ -148,20 +148,29 @@ type Summary struct {
 // WriteJSONLines prints --json for archives: one JSON object per member
 // pair (the member's report, with its "member" name), then the summary.
 func (r *ArchiveReport) WriteJSONLines(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	different := 0
-	for i, m := range r.Members {
-		if !m.Equal {
-			different++
-		}
-		if err := enc.Encode(struct {
+	return writeJSONLines(w, len(r.Members), func(i int) (any, bool) {
+		return struct {
 			Member string `json:"member"`
 			*Report
-		}{r.names[i], m}); err != nil {
+		}{r.names[i], r.Members[i]}, r.Members[i].Equal
+	}, Summary{A: r.A, B: r.B, Equal: r.Equal, OnlyA: r.OnlyA, OnlyB: r.OnlyB})
+}
+
+// writeJSONLines writes the n records of a container or directory
+// comparison, one JSON object per line, then the summary, which it
+// completes with the counts.
+func writeJSONLines(w io.Writer, n int, record func(i int) (rec any, equal bool), s Summary) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for i := 0; i < n; i++ {
+		rec, equal := record(i)
+		if !equal {
+			s.Different++
+		}
+		if err := enc.Encode(rec); err != nil {
 			return err
 		}
 	}
-	return enc.Encode(Summary{IsSummary: true, A: r.A, B: r.B, Equal: r.Equal, Compared: len(r.Members),
-		Different: different, OnlyA: r.OnlyA, OnlyB: r.OnlyB})
+	s.IsSummary, s.Compared = true, n
+	return enc.Encode(s)
 }

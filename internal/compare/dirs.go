@@ -248,21 +248,12 @@ func (r *BytesReport) WriteText(w io.Writer) error {
 // WriteJSONLines prints --json for directories: one JSON object per file
 // pair ({"file", "equal", "report"}), then the summary.
 func (r *DirReport) WriteJSONLines(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	different := 0
-	for _, f := range r.Files {
-		if !f.Equal {
-			different++
-		}
-		if err := enc.Encode(struct {
+	return writeJSONLines(w, len(r.Files), func(i int) (any, bool) {
+		f := r.Files[i]
+		return struct {
 			File   string `json:"file"`
 			Equal  bool   `json:"equal"`
 			Report any    `json:"report"`
-		}{f.Rel, f.Equal, f.Result}); err != nil {
-			return err
-		}
-	}
-	return enc.Encode(Summary{IsSummary: true, A: r.A, B: r.B, Equal: r.Equal, Compared: len(r.Files),
-		Different: different, OnlyA: r.OnlyA, OnlyB: r.OnlyB})
+		}{f.Rel, f.Equal, f.Result}, f.Equal
+	}, Summary{A: r.A, B: r.B, Equal: r.Equal, OnlyA: r.OnlyA, OnlyB: r.OnlyB})
 }

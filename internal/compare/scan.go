@@ -235,6 +235,24 @@ func (s *scanner) run(threads int) (tally, error) {
 	// of workers nor the order in which they take units shows in the result.
 	workers := min(threads, units)
 	results := make([]tally, workers)
+	for w := range results {
+		results[w] = newTally()
+	}
+	err := parallel(workers, units, func(w int, bb *bufs, u int) { do(bb, u, &results[w]) })
+	if err != nil {
+		return total, err
+	}
+	for i := range results {
+		total.add(&results[i], s.maxReport)
+	}
+	return total, nil
+}
+
+// parallel runs do for the units 0..units-1 on workers goroutines (the
+// caller's among them), each taking the next unit until none is left; w
+// names the worker, bb is its own. A fault while reading, or any panic,
+// becomes the error returned rather than a crash.
+func parallel(workers, units int, do func(w int, bb *bufs, u int)) error {
 	var next atomic.Int64
 	var mu sync.Mutex
 	var firstErr error
@@ -252,13 +270,12 @@ func (s *scanner) run(threads int) (tally, error) {
 		// make that a panic, recovered above, rather than a fatal SIGBUS.
 		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 		bb := new(bufs)
-		results[w] = newTally()
 		for {
 			u := int(next.Add(1) - 1)
 			if u >= units {
 				return
 			}
-			do(bb, u, &results[w])
+			do(w, bb, u)
 		}
 	}
 	var wg sync.WaitGroup
@@ -268,13 +285,7 @@ func (s *scanner) run(threads int) (tally, error) {
 	}
 	worker(0)
 	wg.Wait()
-	if firstErr != nil {
-		return total, firstErr
-	}
-	for i := range results {
-		total.add(&results[i], s.maxReport)
-	}
-	return total, nil
+	return firstErr
 }
 
 // plan cuts the scan into units for the workers: ranges of the walk, or,

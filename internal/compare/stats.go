@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"runtime/debug"
 	"sort"
-	"sync"
 	"sync/atomic"
 )
 
@@ -44,104 +42,91 @@ const statsChunk = 1 << 16
 func (s *scanner) errPass(threads int, needRel bool, f func(w, chunk int, e *errBatch), nonFinite *atomic.Int64) error {
 	chunks := (s.n + statsChunk - 1) / statsChunk
 	workers := max(1, min(threads, chunks))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
 	cplx := s.a.r.class == complexClass || s.b.r.class == complexClass
 	ints := s.a.r.class == integer && s.b.r.class == integer
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				if r := recover(); r != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = faultError(r)
+	type state struct {
+		eb         errBatch
+		idx        []int
+		offA, offB [batch]int // where the pairs are stored, when not in order
+	}
+	states := make([]state, workers)
+	for w := range states {
+		states[w].idx = make([]int, len(s.shape))
+	}
+	return parallel(workers, chunks, func(w int, bb *bufs, c int) {
+		st := &states[w]
+		eb := &st.eb
+		lo, hi := c*statsChunk, min((c+1)*statsChunk, s.n)
+		for i := lo; i < hi; i += batch {
+			m := min(batch, hi-i)
+			if s.contig {
+				s.decode(bb, m, i, 1, i, 1, cplx)
+			} else {
+				// Logical order, element by element.
+				for j := 0; j < m; j++ {
+					r := i + j
+					for a := len(s.shape) - 1; a >= 0; a-- {
+						st.idx[a] = r % s.shape[a]
+						r /= s.shape[a]
 					}
-					mu.Unlock()
-				}
-			}()
-			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-			bb := new(bufs)
-			eb := new(errBatch)
-			idx := make([]int, len(s.shape))
-			for {
-				c := int(next.Add(1) - 1)
-				if c >= chunks {
-					return
-				}
-				lo, hi := c*statsChunk, min((c+1)*statsChunk, s.n)
-				for i := lo; i < hi; i += batch {
-					m := min(batch, hi-i)
-					if s.contig {
-						s.decode(bb, m, i, 1, i, 1, cplx)
+					st.offA[j], st.offB[j] = s.a.offset(st.idx), s.b.offset(st.idx)
+					ea, eb := s.a.elem(st.offA[j]), s.b.elem(st.offB[j])
+					if cplx {
+						bb.ya[j], bb.yi[j] = s.a.r.complex(ea)
+						bb.xb[j], bb.xi[j] = s.b.r.complex(eb)
 					} else {
-						// Logical order, element by element.
-						for j := 0; j < m; j++ {
-							r := i + j
-							for a := len(s.shape) - 1; a >= 0; a-- {
-								idx[a] = r % s.shape[a]
-								r /= s.shape[a]
-							}
-							ea, eb := s.a.elem(s.a.offset(idx)), s.b.elem(s.b.offset(idx))
-							if cplx {
-								bb.ya[j], bb.yi[j] = s.a.r.complex(ea)
-								bb.xb[j], bb.xi[j] = s.b.r.complex(eb)
-							} else {
-								bb.ya[j], bb.xb[j] = s.a.r.float(ea), s.b.r.float(eb)
-							}
-						}
+						bb.ya[j], bb.xb[j] = s.a.r.float(ea), s.b.r.float(eb)
 					}
-					eb.n, eb.nbad = 0, 0
-					for j := 0; j < m; j++ {
-						var abs, ref float64
-						if cplx {
-							x, y, xi, yi := bb.xb[j], bb.ya[j], bb.xi[j], bb.yi[j]
-							if (x-x)+(y-y)+(xi-xi)+(yi-yi) != 0 {
-								if !sameNonFinite(x, y) || !sameNonFinite(xi, yi) {
-									if nonFinite != nil {
-										nonFinite.Add(1)
-									}
-									eb.bad[eb.nbad] = i + j
-									eb.nbad++
-								}
-								continue
-							}
-							abs, ref = math.Hypot(y-x, yi-xi), math.Hypot(y, yi)
-						} else {
-							x, y := bb.xb[j], bb.ya[j]
-							if (x-x)+(y-y) != 0 {
-								if !sameNonFinite(x, y) {
-									if nonFinite != nil {
-										nonFinite.Add(1)
-									}
-									eb.bad[eb.nbad] = i + j
-									eb.nbad++
-								}
-								continue
-							}
-							abs, ref = math.Abs(y-x), math.Abs(y)
-							if ints && s.contig {
-								// Integers beyond 2^53 are measured exactly.
-								abs, ref, _ = s.diff(s.a.elem(i+j), s.b.elem(i+j))
-							}
-						}
-						k := eb.n
-						eb.abs[k], eb.rel[k], eb.relOK[k], eb.at[k] = abs, 0, ref != 0, i+j
-						if needRel && ref != 0 { // a division: only when wanted
-							eb.rel[k] = abs / ref
-						}
-						eb.n++
-					}
-					f(w, c, eb)
 				}
 			}
-		}()
-	}
-	wg.Wait()
-	return firstErr
+			eb.n, eb.nbad = 0, 0
+			for j := 0; j < m; j++ {
+				var abs, ref float64
+				if cplx {
+					x, y, xi, yi := bb.xb[j], bb.ya[j], bb.xi[j], bb.yi[j]
+					if (x-x)+(y-y)+(xi-xi)+(yi-yi) != 0 {
+						if !sameNonFinite(x, y) || !sameNonFinite(xi, yi) {
+							if nonFinite != nil {
+								nonFinite.Add(1)
+							}
+							eb.bad[eb.nbad] = i + j
+							eb.nbad++
+						}
+						continue
+					}
+					abs, ref = math.Hypot(y-x, yi-xi), math.Hypot(y, yi)
+				} else {
+					x, y := bb.xb[j], bb.ya[j]
+					if (x-x)+(y-y) != 0 {
+						if !sameNonFinite(x, y) {
+							if nonFinite != nil {
+								nonFinite.Add(1)
+							}
+							eb.bad[eb.nbad] = i + j
+							eb.nbad++
+						}
+						continue
+					}
+					abs, ref = math.Abs(y-x), math.Abs(y)
+					if ints {
+						// Integers beyond 2^53 are measured exactly.
+						oa, ob := i+j, i+j
+						if !s.contig {
+							oa, ob = st.offA[j], st.offB[j]
+						}
+						abs, ref, _ = s.diff(s.a.elem(oa), s.b.elem(ob))
+					}
+				}
+				k := eb.n
+				eb.abs[k], eb.rel[k], eb.relOK[k], eb.at[k] = abs, 0, ref != 0, i+j
+				if needRel && ref != 0 { // a division: only when wanted
+					eb.rel[k] = abs / ref
+				}
+				eb.n++
+			}
+			f(w, c, eb)
+		}
+	})
 }
 
 // errBatch is up to a batch of finite pairs' errors: the absolute ones,

@@ -54,6 +54,10 @@ def gen(d):
         cases[f"{name}_sparse"] = (a, b)
     big = np.array([2**60 + i for i in range(0, 4000, 3)], dtype=np.int64)
     cases["i8_big"] = (big, big + rng.integers(-5, 5, big.size))
+    # The same in Fortran order on one side: the element-by-element path
+    # must measure the integers exactly too.
+    bigf = big[:1332].reshape(36, 37)
+    cases["i8_big_fortran"] = (np.asfortranarray(bigf), bigf + rng.integers(-5, 5, bigf.shape))
     u = rng.integers(0, 256, 50001).astype(np.uint8)
     cases["u1"] = (u, (u + rng.integers(0, 3, u.size)).astype(np.uint8))
     expected = {}
