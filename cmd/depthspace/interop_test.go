@@ -135,7 +135,7 @@ func TestTarPython(t *testing.T) {
 // TestCompareStatsNumpy: compare's mean, median and quantile of |B - A|
 // against numpy's own on random pairs of every numeric kind, with NaN,
 // ±Inf, -0.0, zeros and int64 beyond 2^53, small and large (several
-// chunks, several radix passes).
+// chunks, several selection passes), in isclose and exact mode.
 func TestCompareStatsNumpy(t *testing.T) {
 	py := testpeer.Python(t, "numpy")
 	dir := t.TempDir()
@@ -154,22 +154,30 @@ func TestCompareStatsNumpy(t *testing.T) {
 	if err := json.Unmarshal(b, &exp); err != nil {
 		t.Fatal(err)
 	}
+	// Each pair tolerant (with the quantile) and bit for bit (mean and
+	// median are in every report); the exact report is got_exact_*.
+	modes := map[string][]string{
+		"got_":       {"--atol", "1e-9", "--check-error-stat", "quantile", "--error-quantile", fmt.Sprint(exp.Q)},
+		"got_exact_": nil,
+	}
 	for k := range exp.Cases {
-		var first []byte // the report must not depend on -j
-		for _, threads := range []string{"1", "2"} {
-			var out, stderr bytes.Buffer
-			args := []string{"compare", "--json", "-j", threads, "--atol", "1e-9", "--check-error-stat", "quantile", "--error-quantile", fmt.Sprint(exp.Q),
-				filepath.Join(dir, "a_"+k+".npy"), filepath.Join(dir, "b_"+k+".npy")}
-			if code := run(args, nil, &out, &stderr); code == 2 {
-				t.Fatalf("%v: exit 2: %s", args, stderr.String())
-			}
-			if first == nil {
-				first = append([]byte(nil), out.Bytes()...)
-			} else if !bytes.Equal(first, out.Bytes()) {
-				t.Errorf("%s: -j 1 and -j 2 reports differ", k)
-			}
-			if err := os.WriteFile(filepath.Join(dir, "got_"+k+".json"), out.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
+		for prefix, flags := range modes {
+			var first []byte // the report must not depend on -j
+			for _, threads := range []string{"1", "2"} {
+				var out, stderr bytes.Buffer
+				args := append(append([]string{"compare", "--json", "-j", threads}, flags...),
+					filepath.Join(dir, "a_"+k+".npy"), filepath.Join(dir, "b_"+k+".npy"))
+				if code := run(args, nil, &out, &stderr); code == 2 {
+					t.Fatalf("%v: exit 2: %s", args, stderr.String())
+				}
+				if first == nil {
+					first = append([]byte(nil), out.Bytes()...)
+				} else if !bytes.Equal(first, out.Bytes()) {
+					t.Errorf("%s%s: -j 1 and -j 2 reports differ", prefix, k)
+				}
+				if err := os.WriteFile(filepath.Join(dir, prefix+k+".json"), out.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 	}

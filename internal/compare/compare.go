@@ -223,8 +223,9 @@ func Tensors(a, b Tensor, o Options) (*Report, error) {
 	s := newScanner(a, b, n)
 	s.tolerant, s.rtol, s.atol, s.maxReport = o.Tolerant, o.RTol, o.ATol, o.MaxReport
 	s.numeric = ra.numeric() && rb.numeric()
-	if o.Tolerant && s.numeric && s.contig && !s.tiled && n > 0 {
+	if s.numeric && s.contig && !s.tiled && n > 0 {
 		s.parts = make([]meanPart, (n+statsChunk-1)/statsChunk)
+		s.equal = make([]uint64, (n+64*batch-1)/(64*batch))
 	}
 	t, err := s.run(o.Threads)
 	if err != nil {

@@ -115,6 +115,10 @@ type scanner struct {
 	// pass of its own. Units of the scan are whole statsChunks, so each
 	// part is one worker's and is summed in index order.
 	parts []meanPart
+	// equal marks, with parts, the batches the scan found to be equal
+	// bytes, one bit each: their errors are 0, and their finite values
+	// are counted only when some error is not (foldedMeans).
+	equal []uint64
 	tiled bool // one side C order, the other Fortran: walk in tiles
 }
 
@@ -152,6 +156,12 @@ type tally struct {
 	maxAbsAt  int // -1: no finite numeric pair seen
 	maxRel    float64
 	maxRelAt  int // -1: no pair with a non-zero reference seen
+	// hist, when the scan sums the statistics (s.parts), is the first
+	// level of the median's selection (select.go).
+	hist *errHist
+	// Each worker writes its own tally for every difference: keep two
+	// workers' tallies off one cache line.
+	_ [64]byte
 }
 
 func newTally() tally { return tally{maxAbsAt: -1, maxRelAt: -1} }
@@ -172,6 +182,12 @@ func (t *tally) add(u *tally, maxReport int) {
 	}
 	if u.maxRelAt >= 0 && better(u.maxRel, u.maxRelAt, t.maxRel, t.maxRelAt) {
 		t.maxRel, t.maxRelAt = u.maxRel, u.maxRelAt
+	}
+	if u.hist != nil {
+		if t.hist == nil {
+			t.hist = new(errHist)
+		}
+		t.hist.merge(u.hist)
 	}
 }
 
@@ -237,6 +253,9 @@ func (s *scanner) run(threads int) (tally, error) {
 	results := make([]tally, workers)
 	for w := range results {
 		results[w] = newTally()
+		if s.parts != nil {
+			results[w].hist = new(errHist)
+		}
 	}
 	err := parallel(workers, units, func(w int, bb *bufs, u int) { do(bb, u, &results[w]) })
 	if err != nil {
@@ -435,13 +454,16 @@ func (s *scanner) span(bb *bufs, pos, dpos, n, offA, sa, offB, sb int, t *tally)
 			// exact mode (identical inputs cost the same either way).
 			if sameType && bytes.Equal(s.a.data[oa*s.a.size:(oa+m)*s.a.size], s.b.data[ob*s.b.size:(ob+m)*s.b.size]) {
 				if s.parts != nil {
-					s.parts[p/statsChunk].equal += m // their errors are 0; finite ones counted if needed
+					s.equal[p/batch/64] |= 1 << (p / batch % 64)
 				}
 				continue
 			}
 			s.batchTolerant(bb, p, dpos, m, oa, sa, ob, sb, t)
 		case sameStorage && bytes.Equal(s.a.data[oa*s.a.size:(oa+m)*s.a.size], s.b.data[ob*s.b.size:(ob+m)*s.b.size]):
 			// Equal bytes (the usual case) cost a memcmp.
+			if s.parts != nil {
+				s.equal[p/batch/64] |= 1 << (p / batch % 64)
+			}
 		default:
 			s.batchExact(bb, p, dpos, m, oa, sa, ob, sb, t)
 		}
@@ -513,6 +535,7 @@ func (s *scanner) batchTolerant(bb *bufs, pos, dpos, m, oa, sa, ob, sb int, t *t
 				mx.add(at, abs, ref)
 				if s.parts != nil {
 					s.parts[at/statsChunk].add(abs, ref)
+					t.hist.add(abs)
 				}
 			} else if s.parts != nil && (!sameNonFinite(xr, yr) || !sameNonFinite(xi, yi)) {
 				s.parts[at/statsChunk].nonFinite++
@@ -547,6 +570,7 @@ func (s *scanner) batchTolerant(bb *bufs, pos, dpos, m, oa, sa, ob, sb int, t *t
 		}
 		mx.add(at, abs, ref)
 		acc.add(abs, ref)
+		t.hist.add(abs)
 	}
 	if s.parts != nil {
 		s.parts[pos/statsChunk].merge(&acc)
@@ -554,36 +578,47 @@ func (s *scanner) batchTolerant(bb *bufs, pos, dpos, m, oa, sa, ob, sb int, t *t
 	mx.merge(t)
 }
 
-// batchExact compares m pairs bit for bit.
+// batchExact compares m pairs bit for bit. With s.parts set it also sums
+// the errors for the statistics, as batchTolerant does: pairs with the
+// same bits are errors of 0 (when finite).
 func (s *scanner) batchExact(bb *bufs, pos, dpos, m, oa, sa, ob, sb int, t *tally) {
 	same := bb.same[:m]
 	s.sameBits(same, oa, sa, ob, sb)
 	first := slices.Index(same, false)
-	if first < 0 {
+	stats := s.parts != nil
+	if first < 0 && !stats {
+		return
+	}
+	if !s.numeric {
+		for j := first; j < m; j++ {
+			if !same[j] {
+				t.note(pos+j*dpos, s.maxReport)
+			}
+		}
 		return
 	}
 	mx := noMaxima()
-	switch {
-	case !s.numeric:
-		for j := first; j < m; j++ {
-			if !same[j] {
-				t.note(pos+j*dpos, s.maxReport)
+	var acc meanPart
+	sameFinite := 0 // pairs with the same bits, finite: errors of 0
+	if s.a.r.class == integer {
+		differ := 0
+		for j := max(first, 0); j < m; j++ {
+			if same[j] {
+				continue
+			}
+			differ++
+			t.note(pos+j*dpos, s.maxReport)
+			if abs, ref, ok := s.diff(s.a.elem(oa+j*sa), s.b.elem(ob+j*sb)); ok {
+				mx.add(pos+j*dpos, abs, ref)
+				acc.add(abs, ref)
+				t.hist.add(abs)
 			}
 		}
-		return
-	case s.a.r.class == integer:
-		for j := first; j < m; j++ {
-			if !same[j] {
-				t.note(pos+j*dpos, s.maxReport)
-				if abs, ref, ok := s.diff(s.a.elem(oa+j*sa), s.b.elem(ob+j*sb)); ok {
-					mx.add(pos+j*dpos, abs, ref)
-				}
-			}
-		}
-	default:
+		sameFinite = m - differ // integers are finite
+	} else {
 		cplx := s.a.r.class == complexClass
 		s.decode(bb, m, oa, sa, ob, sb, cplx)
-		for j := first; j < m; j++ {
+		for j := max(first, 0); j < m; j++ {
 			if same[j] {
 				continue
 			}
@@ -593,14 +628,40 @@ func (s *scanner) batchExact(bb *bufs, pos, dpos, m, oa, sa, ob, sb int, t *tall
 			if cplx {
 				xi, yi = bb.xi[j], bb.yi[j]
 			}
-			if (x-x)+(y-y)+(xi-xi)+(yi-yi) == 0 {
+			switch {
+			case (x-x)+(y-y)+(xi-xi)+(yi-yi) == 0:
+				abs, ref := math.Abs(y-x), math.Abs(y)
 				if cplx {
-					mx.add(at, math.Hypot(y-x, yi-xi), math.Hypot(y, yi))
-				} else {
-					mx.add(at, math.Abs(y-x), math.Abs(y))
+					abs, ref = math.Hypot(y-x, yi-xi), math.Hypot(y, yi)
+				}
+				mx.add(at, abs, ref)
+				acc.add(abs, ref)
+				t.hist.add(abs)
+			case stats && (!sameNonFinite(x, y) || !sameNonFinite(xi, yi)):
+				acc.nonFinite++
+			}
+		}
+		// A loop of its own: two predictable tests per element.
+		switch {
+		case !stats:
+		case cplx:
+			for j, same := range same {
+				if same && (bb.ya[j]-bb.ya[j])+(bb.yi[j]-bb.yi[j]) == 0 {
+					sameFinite++
+				}
+			}
+		default:
+			for j, same := range same {
+				if same && bb.ya[j]-bb.ya[j] == 0 {
+					sameFinite++
 				}
 			}
 		}
+	}
+	if stats {
+		acc.n += sameFinite
+		t.hist.zeros += sameFinite
+		s.parts[pos/statsChunk].merge(&acc)
 	}
 	mx.merge(t)
 }

@@ -1,10 +1,9 @@
 package compare
 
 import (
-	"bytes"
 	"fmt"
 	"math"
-	"sort"
+	"math/bits"
 	"sync/atomic"
 )
 
@@ -17,9 +16,7 @@ import (
 // Bounded memory, inputs of any size: the mean is a compensated sum over
 // chunks of fixed size, added in chunk order (so -j does not change it);
 // a median or quantile is found by selection on the bit patterns of the
-// non-negative errors (their order as integers is their order as
-// numbers), 16 bits per pass over the mapped data, four passes at most,
-// plus one for the next value a quantile interpolates to.
+// non-negative errors (select.go).
 
 // Stats are the statistics of one pair of tensors.
 type Stats struct {
@@ -206,39 +203,52 @@ func neumaier(s, c, v float64) (float64, float64) {
 	return t, c
 }
 
-// quantile is numpy's quantile(v, q) (method 'linear') of the absolute
-// errors (rel false) or the relative ones, over count values; NaN when
-// there are none.
-func (s *scanner) quantile(threads int, q float64, rel bool, count int) (float64, error) {
+// orderStats are numpy's median and quantile(v, q) (method 'linear')
+// of the absolute errors (rel false) or the relative ones, count values
+// in all, h their first selection level (nil: a pass counts it); NaN when
+// there are none. The quantile only when q is not nil.
+func (s *scanner) orderStats(threads int, rel bool, h *errHist, count int, q *float64) (med, qv float64, err error) {
 	if count == 0 {
-		return math.NaN(), nil
+		return math.NaN(), math.NaN(), nil
 	}
-	h := float64(count-1) * q
-	lo := int(math.Floor(h))
-	if lo >= count-1 {
-		lo = count - 1
-	}
-	vlo, vhi, err := s.twoAt(threads, lo, lo < count-1 && h != float64(lo), rel)
-	if err != nil || vhi == nil {
-		return vlo, err
-	}
-	return lerp(vlo, *vhi, h-float64(lo)), nil
-}
-
-// twoAt is the k-th smallest error and, when next asks, the (k+1)-th:
-// the same value when it occurs more than once, else the least above.
-func (s *scanner) twoAt(threads, k int, next, rel bool) (float64, *float64, error) {
-	v, le, err := s.kth(threads, k, rel)
-	if err != nil || !next {
-		return v, nil, err
-	}
-	w := v
-	if le <= k+1 {
-		if w, err = s.leastAbove(threads, v, rel); err != nil {
-			return 0, nil, err
+	if h == nil || h.count() != count {
+		if h, err = s.histPass(threads, rel); err != nil {
+			return 0, 0, err
+		}
+		if h.count() != count {
+			return 0, 0, fmt.Errorf("input changed while it was compared (%d errors counted, then %d)", count, h.count())
 		}
 	}
-	return v, &w, nil
+	// The ranks wanted: the middle one or two, and the quantile's one or
+	// two neighbours.
+	mid := (count - 1) / 2
+	ks := []int{mid, mid}
+	if count%2 == 0 {
+		ks[1] = mid + 1
+	}
+	var lo int
+	var frac float64
+	if q != nil {
+		hq := float64(count-1) * *q
+		lo = min(int(math.Floor(hq)), count-1)
+		frac = hq - float64(lo)
+		ks = append(ks, lo, min(lo+1, count-1))
+	}
+	v, err := s.ranks(threads, rel, h, ks)
+	if err != nil {
+		return 0, 0, err
+	}
+	med = v[0]
+	if count%2 == 0 {
+		med = (v[0] + v[1]) / 2
+	}
+	if q != nil {
+		qv = v[2]
+		if lo < count-1 && frac != 0 {
+			qv = lerp(v[2], v[3], frac)
+		}
+	}
+	return med, qv, nil
 }
 
 // lerp is numpy's _lerp: a + t(b−a), from the other end when t ≥ 0.5.
@@ -250,18 +260,6 @@ func lerp(a, b, t float64) float64 {
 	return a + d*t
 }
 
-// median is numpy's median: the middle value, or the mean of the two.
-func (s *scanner) median(threads int, rel bool, count int) (float64, error) {
-	if count == 0 {
-		return math.NaN(), nil
-	}
-	v, w, err := s.twoAt(threads, (count-1)/2, count%2 == 0, rel)
-	if err != nil || w == nil {
-		return v, err
-	}
-	return (v + *w) / 2, nil
-}
-
 // pick is the error a selection works on: the absolute one, or the
 // relative one where it is defined.
 func pick(rel bool, abs, r float64, relOK bool) (float64, bool) {
@@ -271,81 +269,14 @@ func pick(rel bool, abs, r float64, relOK bool) (float64, bool) {
 	return r, relOK
 }
 
-// kth finds the k-th smallest error (from 0) by radix selection on its
-// bits, 16 at a time, and how many errors are at most it.
-func (s *scanner) kth(threads, k int, rel bool) (float64, int, error) {
-	var prefix, mask uint64
-	below := 0 // errors whose bits are below the prefix
-	for shift := 48; shift >= 0; shift -= 16 {
-		hist := make([][1 << 16]int, max(1, threads))
-		err := s.errPass(threads, rel, func(w, _ int, e *errBatch) {
-			h := &hist[w]
-			for k := 0; k < e.n; k++ {
-				v, ok := pick(rel, e.abs[k], e.rel[k], e.relOK[k])
-				b := math.Float64bits(v)
-				if ok && b&mask == prefix {
-					h[(b>>shift)&0xffff]++
-				}
-			}
-		}, nil)
-		if err != nil {
-			return 0, 0, err
-		}
-		var total [1 << 16]int
-		for _, h := range hist {
-			for d, n := range h {
-				total[d] += n
-			}
-		}
-		d := 0
-		for ; d < 1<<16; d++ {
-			if below+total[d] > k {
-				break
-			}
-			below += total[d]
-		}
-		if d == 1<<16 {
-			return 0, 0, fmt.Errorf("internal error: selection of element %d ran out", k)
-		}
-		prefix |= uint64(d) << shift
-		mask |= 0xffff << shift
-		if shift == 0 {
-			return math.Float64frombits(prefix), below + total[d], nil
-		}
-	}
-	return 0, 0, nil
-}
-
-// leastAbove is the smallest error greater than v.
-func (s *scanner) leastAbove(threads int, v float64, rel bool) (float64, error) {
-	best := make([]float64, max(1, threads))
-	for i := range best {
-		best[i] = math.Inf(1)
-	}
-	err := s.errPass(threads, rel, func(w, _ int, e *errBatch) {
-		for k := 0; k < e.n; k++ {
-			x, ok := pick(rel, e.abs[k], e.rel[k], e.relOK[k])
-			if ok && x > v && x < best[w] {
-				best[w] = x
-			}
-		}
-	}, nil)
-	sort.Float64s(best)
-	return best[0], err
-}
-
-// statistics fills in the report's mean of the absolute error (and its
-// median and quantile when --check-error-stat is one of those), and, with
-// a statistic to check, decides Equal by it.
-// Tensors whose finite pairs all agree exactly cost no extra pass.
-//
-// A bit-for-bit comparison (no tolerance, no statistic) leaves them out
-// (null): its verdict is a memcmp, and the passes of a median over a
-// large pair would cost ten times that.
+// statistics fills in the report's mean and median of the absolute
+// error (and the quantile when --check-error-stat asks) of every numeric
+// comparison, and, with a statistic to check, decides Equal by it.
+// Tensors whose finite pairs all agree exactly cost no extra pass; for
+// C-order inputs the scan summed the mean and counted the selection's
+// first level, so a median takes one pass more, or none when most errors
+// are 0 (see select.go).
 func (s *scanner) statistics(t tally, o Options, rep *Report) error {
-	if !o.Tolerant {
-		return nil
-	}
 	zero := Float(0)
 	allZero := t.maxAbsAt < 0 || t.maxAbs == 0
 	if o.Stat == "quantile" {
@@ -357,10 +288,7 @@ func (s *scanner) statistics(t tally, o Options, rep *Report) error {
 		stat = "elemwise"
 	}
 	if allZero && (t.different == 0 || stat == "elemwise") {
-		rep.MeanAbsDiff = &zero
-		if stat == "median" || stat == "quantile" {
-			rep.MedianAbsDiff = &zero
-		}
+		rep.MeanAbsDiff, rep.MedianAbsDiff = &zero, &zero
 		if rep.Quantile != nil {
 			rep.QuantileAbsDiff = &zero
 		}
@@ -370,27 +298,19 @@ func (s *scanner) statistics(t tally, o Options, rep *Report) error {
 	var st Stats
 	var err error
 	if s.parts != nil {
-		st = s.foldedMeans()
+		st = s.foldedMeans(t.hist)
 	} else if st, err = s.means(threads); err != nil {
 		return err
 	}
 	mean := Float(st.MeanAbs)
 	rep.MeanAbsDiff = &mean
-	// A median or quantile takes four or five more passes over both
-	// inputs (a selection, 16 bits at a time): only when a check asks.
-	var med float64
-	if stat == "median" || stat == "quantile" {
-		if med, err = s.median(threads, false, st.Finite); err != nil {
-			return err
-		}
-		median := Float(med)
-		rep.MedianAbsDiff = &median
+	med, qv, err := s.orderStats(threads, false, t.hist, st.Finite, rep.Quantile)
+	if err != nil {
+		return err
 	}
-	var qv float64
+	median := Float(med)
+	rep.MedianAbsDiff = &median
 	if rep.Quantile != nil {
-		if qv, err = s.quantile(threads, o.Quantile, false, st.Finite); err != nil {
-			return err
-		}
 		q := Float(qv)
 		rep.QuantileAbsDiff = &q
 	}
@@ -427,9 +347,9 @@ func (s *scanner) statistics(t tally, o Options, rep *Report) error {
 		case "mean":
 			relStat = st.MeanRel
 		case "median":
-			relStat, err = s.median(threads, true, st.RelCount)
+			relStat, _, err = s.orderStats(threads, true, nil, st.RelCount, nil)
 		case "quantile":
-			relStat, err = s.quantile(threads, o.Quantile, true, st.RelCount)
+			_, relStat, err = s.orderStats(threads, true, nil, st.RelCount, rep.Quantile)
 		}
 		if err != nil {
 			return err
@@ -445,9 +365,9 @@ func (s *scanner) statistics(t tally, o Options, rep *Report) error {
 // equal bytes (errors 0, finiteness not looked at), and the non-finite
 // pairs that do not agree.
 type meanPart struct {
-	n                int
-	sum, c           float64
-	equal, nonFinite int
+	n         int
+	sum, c    float64
+	nonFinite int
 }
 
 // merge adds another part's sums (a batch's) to p.
@@ -470,35 +390,26 @@ func (p *meanPart) add(abs, _ float64) {
 // with a pass of its own. The pairs in batches of equal bytes add 0 to the
 // sums; only their count is missing, and only when some error is not 0:
 // then the chunks that had such batches are looked at again (the batches
-// that are still equal, their finite values counted).
-func (s *scanner) foldedMeans() Stats {
+// that are still equal, their finite values counted, as errors of 0 in h
+// too: the scan's first selection level).
+func (s *scanner) foldedMeans(h *errHist) Stats {
 	st := Stats{MeanAbs: math.NaN(), MeanRel: math.NaN(), RelCount: -1}
 	var sum, c float64
-	cplx := s.a.r.class == complexClass || s.b.r.class == complexClass
-	bb := new(bufs)
-	for i, p := range s.parts {
+	for _, p := range s.parts {
 		st.Finite += p.n
 		st.NonFinite += p.nonFinite
 		sum, c = neumaier(sum, c, p.sum)
 		sum, c = neumaier(sum, c, p.c)
-		if p.equal == 0 {
-			continue
-		}
-		lo, hi := i*statsChunk, min((i+1)*statsChunk, s.n)
-		for at := lo; at < hi; at += batch {
-			m := min(batch, hi-at)
-			if !bytes.Equal(s.a.data[at*s.a.size:(at+m)*s.a.size], s.b.data[at*s.b.size:(at+m)*s.b.size]) {
-				continue
-			}
-			s.decode(bb, m, at, 1, at, 1, cplx)
-			for j := 0; j < m; j++ {
-				x, xi := bb.ya[j], 0.0
-				if cplx {
-					xi = bb.yi[j]
-				}
-				if (x-x)+(xi-xi) == 0 {
-					st.Finite++
-				}
+	}
+	// The batches of equal bytes: errors of 0, where finite.
+	var bb bufs
+	for w, word := range s.equal {
+		for ; word != 0; word &= word - 1 {
+			at := (w*64 + bits.TrailingZeros64(word)) * batch
+			n := s.a.finite(&bb, at, min(batch, s.n-at))
+			st.Finite += n
+			if h != nil {
+				h.zeros += n
 			}
 		}
 	}
@@ -506,4 +417,23 @@ func (s *scanner) foldedMeans() Stats {
 		st.MeanAbs = (sum + c) / float64(st.Finite)
 	}
 	return st
+}
+
+// finite counts the finite values among m elements from off.
+func (s *side) finite(bb *bufs, off, m int) int {
+	switch s.r.class {
+	case integer:
+		return m
+	case complexClass:
+		s.decodeComplex(bb.ya[:m], bb.yi[:m], off, 1)
+	default:
+		s.decodeReal(bb.ya[:m], off, 1)
+	}
+	n := 0
+	for j, x := range bb.ya[:m] {
+		if (x-x)+(bb.yi[j]-bb.yi[j]) == 0 {
+			n++
+		}
+	}
+	return n
 }
