@@ -18,3 +18,9 @@ func fallocate(f *os.File, off, size int64) error {
 	}
 	return err
 }
+
+// fallocateKeepSize reserves size bytes of blocks from the start of f
+// without changing its size (FALLOC_FL_KEEP_SIZE).
+func fallocateKeepSize(f *os.File, size int64) error {
+	return syscall.Fallocate(int(f.Fd()), 1, 0, size)
+}

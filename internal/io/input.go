@@ -26,7 +26,28 @@ type Input struct {
 	// Base is where Data starts in File: 0, or the offset of a standard
 	// input redirected from a file (`< f` after something read part of it).
 	Base int64
+	// mapping is the whole mapped file (Data is mapping[Base:]); dropped
+	// how much of it Drop has let go.
+	mapping []byte
+	dropped int
 }
+
+// Drop says that the bytes of Data before upTo will not be read again:
+// the pages of a mapped input that hold them leave this process's memory
+// (the page cache keeps them), so a mapping read front to back holds a
+// window, not the whole file. Nothing for an input that was read.
+func (in *Input) Drop(upTo int64) {
+	if !in.Mapped {
+		return
+	}
+	end := int(in.Base+upTo) &^ (pageSize - 1)
+	if end > in.dropped && end <= len(in.mapping) {
+		dropPages(in.mapping[in.dropped:end])
+		in.dropped = end
+	}
+}
+
+var pageSize = os.Getpagesize()
 
 // Close releases the mapping and the file.
 func (in *Input) Close() error {
@@ -134,7 +155,7 @@ func openFile(name string, f *os.File, fi os.FileInfo, base int64) (*Input, erro
 		}
 		data, unmap, err := mapReadOnly(f, fi.Size())
 		if err == nil {
-			in.Data, in.unmap, in.Mapped = data[base:], unmap, true
+			in.Data, in.unmap, in.Mapped, in.mapping = data[base:], unmap, true, data
 			return in, nil
 		}
 		// Some filesystems cannot map; reading is always possible.

@@ -22,6 +22,10 @@ func mapReadOnly(f *os.File, size int64) ([]byte, func() error, error) {
 	return b, func() error { return syscall.Munmap(b) }, nil
 }
 
+// dropPages takes b's pages (of a read-only file mapping) out of this
+// process's memory; reading them again maps them again.
+func dropPages(b []byte) { _ = unix.Madvise(b, unix.MADV_DONTNEED) }
+
 // mapReadWrite maps size bytes of a file from off, for writing a result
 // in place. A mapping starts on a page: the bytes before off in that page
 // are mapped too and left out of the slice.

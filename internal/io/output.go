@@ -32,6 +32,8 @@ type Output struct {
 	// position, from base (its offset when the run started); see
 	// stdout_linux.go.
 	stdout *stdoutFile
+	// expect is the size Expect reserved blocks for, past the end.
+	expect int64
 }
 
 var filePerm = 0o666 &^ umask()
@@ -156,6 +158,21 @@ func (o *Output) Reserve(size int64) error {
 	return unwrapPath(o.f.Truncate(size))
 }
 
+// Expect reserves the blocks of the size a file output is likely to
+// reach, without sizing it (written in order, it ends where writing
+// ends): ext4 then has no delayed allocation to flush when the finished
+// file is renamed over an existing one, which cost 19 ms for a 48 MiB tar
+// shard. Commit frees the blocks that were not used. A hint only: no
+// error, and nothing for outputs that are not new files.
+func (o *Output) Expect(size int64) {
+	if o.f == nil || o.stdout != nil || size <= 0 {
+		return
+	}
+	if fallocateKeepSize(o.f, size) == nil {
+		o.expect = size
+	}
+}
+
 // Map sizes the file to size bytes and maps it for writing, so a kernel can
 // write its result straight into the page cache. Only for files.
 func (o *Output) Map(size int64) ([]byte, error) {
@@ -207,6 +224,13 @@ func (o *Output) Commit() error {
 	}
 	if o.stdout != nil {
 		return o.stdout.commit(o.f, err)
+	}
+	if o.expect > 0 && err == nil {
+		// Blocks reserved past the end by Expect and not used: freed
+		// (a truncation to the file's own size drops them).
+		if fi, serr := o.f.Stat(); serr == nil && fi.Size() < o.expect {
+			err = o.f.Truncate(fi.Size())
+		}
 	}
 	if cerr := o.f.Close(); err == nil {
 		err = cerr

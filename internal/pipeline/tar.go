@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path"
+	"runtime/debug"
+	"strconv"
 	"strings"
 
 	"github.com/depthspace/depthspace/internal/format"
@@ -59,27 +61,38 @@ func transformTar(opts Options) (*Result, error) {
 	if opts.Output == "-" && opts.StdoutTTY {
 		return nil, pathErr("stdout", errors.New("refusing to write a binary tar to a terminal; use -o FILE or a redirect"))
 	}
+	// A shard in a file is mapped (or, when small, read once): members
+	// are slices of it, and tar skips the ones it does not need to read.
+	// A pipe is read as a stream, one member at a time.
 	var r io.Reader
-	if opts.Path == "-" {
+	var all []byte
+	drop := func(int64) {}
+	if opts.Path == "-" && !fileio.StdinIsFile(opts.Stdin) {
 		r = opts.Stdin
 	} else {
-		f, err := os.Open(opts.Path)
+		in, err := fileio.Open(opts.Path, opts.Stdin)
 		if err != nil {
-			return nil, pathErr(opts.Path, err)
+			return nil, pathErr(displayInput(opts.Path), err)
 		}
-		defer f.Close()
-		r = f
-		if o, err := os.Stat(opts.Output); err == nil && opts.Output != "-" {
-			if in, err := f.Stat(); err == nil && os.SameFile(in, o) {
-				return nil, pathErr(opts.Output, errors.New("is the input file (or a link to it); write the result to another path"))
-			}
+		defer in.Close()
+		if o, err := os.Stat(opts.Output); err == nil && opts.Output != "-" && in.Info != nil && os.SameFile(in.Info, o) {
+			return nil, pathErr(opts.Output, errors.New("is the input file (or a link to it); write the result to another path"))
 		}
+		all, drop = in.Data, in.Drop
+		r = bytes.NewReader(all)
 	}
 	out, err := fileio.Create(opts.Output, opts.Stdout)
 	if err != nil {
 		return nil, pathErr(opts.Output, err)
 	}
-	res, err := copyTar(opts, r, out)
+	if all != nil {
+		// Most jobs keep every member's size: blocks reserved for the
+		// shard's size spare ext4 the flush of delayed allocations it
+		// does when a file is renamed over another (Commit trims what
+		// is not used).
+		out.Expect(int64(len(all)))
+	}
+	res, err := copyTar(opts, r, all, drop, out)
 	if err != nil {
 		out.Abort()
 		return nil, err
@@ -93,58 +106,143 @@ func transformTar(opts Options) (*Result, error) {
 // maxTarMember bounds one tensor member held in memory.
 const maxTarMember = 16 << 30
 
-func copyTar(opts Options, r io.Reader, w io.Writer) (*Result, error) {
+// copyTar reads the shard from r — all, when not nil, being its whole
+// content, from which r reads, and drop telling it how much of all is
+// done with — and writes the result to w.
+func copyTar(opts Options, r io.Reader, all []byte, drop func(int64), w io.Writer) (res *Result, err error) {
 	name := displayInput(opts.Path)
-	// Buffered both ways: a shard is thousands of small members, and
-	// archive/tar reads and writes in 512-byte blocks.
-	tr := tar.NewReader(bufio.NewReaderSize(r, 1<<20))
-	bw := bufio.NewWriterSize(w, 1<<20)
-	tw := tar.NewWriter(bw)
-	var in, out []byte // reused across members
+	var br *bytes.Reader
+	if all != nil {
+		br = r.(*bytes.Reader)
+		// A mapped shard truncated by another process faults on access:
+		// an error, not a crash.
+		defer func() {
+			if r := recover(); r != nil {
+				res, err = nil, pathErr(name, fmt.Errorf("input could not be read (was the file truncated while in use?): %v", r))
+			}
+		}()
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	} else {
+		// archive/tar reads in 512-byte blocks.
+		r = bufio.NewReaderSize(r, 1<<20)
+	}
+	// A member's header is copied as it is — its one 512-byte block —
+	// when its size stays the same: encoding it again (archive/tar's
+	// Writer) cost as much as a fifth of a shard's time. Headers of more
+	// blocks (PAX records, GNU long names) and changed sizes are encoded.
+	tap := &headerTap{r: r}
+	var next, pad int64 // mapped: where the next header starts; streamed: the padding tar skips first
+	var dropped int64   // mapped: the shard's bytes let go
+	tr := tar.NewReader(tap)
+	sw := newShardWriter(w)
+	defer sw.stop()
+	var in []byte // a streamed member, reused
 	plans := map[string]*ops.Plan{}
-	res := &Result{Input: opts.Path, Output: opts.Output}
+	res = &Result{Input: opts.Path, Output: opts.Output}
+	// content is the member's bytes: a slice of the shard, or read.
+	content := func(hdr *tar.Header) ([]byte, error) {
+		if br == nil {
+			data, err := readMember(tr, hdr.Size, in[:0])
+			in = data
+			return data, err
+		}
+		off := br.Size() - int64(br.Len())
+		if hdr.Size > int64(len(all))-off {
+			return nil, io.ErrUnexpectedEOF
+		}
+		return all[off : off+hdr.Size : off+hdr.Size], nil
+	}
 	worked := 0
 	for {
+		tap.rec, tap.on = tap.rec[:0], br == nil
 		hdr, err := tr.Next()
+		tap.on = false
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return nil, pathErr(name, tarErr(err))
 		}
+		var raw []byte // the member's header blocks as they are in the input
+		if br != nil {
+			at := br.Size() - int64(br.Len())
+			raw, next = all[next:at], at+(hdr.Size+511)/512*512
+		} else if int64(len(tap.rec)) >= pad {
+			raw, pad = tap.rec[pad:], (512-hdr.Size%512)%512
+		}
+		if !plainHeader(raw, hdr) {
+			raw = nil
+		}
+		memberErr := func(err error) error {
+			return pathErr(name, fmt.Errorf("member %q: %w", hdr.Name, tarErr(err)))
+		}
 		if hdr.Typeflag != tar.TypeReg || !isTensorMember(opts.Members, hdr.Name) {
-			if err := tw.WriteHeader(hdr); err != nil {
+			// Copied through byte for byte.
+			if err := sw.header(hdr, raw); err != nil {
 				return nil, pathErr(name, err)
 			}
-			if _, err := io.Copy(tw, tr); err != nil {
-				return nil, pathErr(name, fmt.Errorf("member %q: %w", hdr.Name, tarErr(err)))
+			if br != nil && hdr.Size > 0 {
+				data, err := content(hdr)
+				if err != nil {
+					return nil, memberErr(err)
+				}
+				err = sw.write(data)
+			} else {
+				err = sw.copyFrom(tr, hdr.Size)
+			}
+			if err != nil {
+				return nil, memberErr(err)
 			}
 			continue
 		}
 		if hdr.Size > maxTarMember {
 			return nil, pathErr(name, fmt.Errorf("member %q claims %d bytes: more than one member may hold (%d)", hdr.Name, hdr.Size, int64(maxTarMember)))
 		}
-		data, err := readMember(tr, hdr.Size, in[:0])
+		data, err := content(hdr)
 		if err != nil {
-			return nil, pathErr(name, fmt.Errorf("member %q: %w", hdr.Name, tarErr(err)))
-		}
-		in = data
-		b, mres, ok, err := npyMember(opts, plans, hdr.Name, data, out[:0])
-		if !ok && err == nil {
-			b, mres, err = transformMember(opts, hdr.Name, data, out[:0])
-		}
-		if err != nil {
-			return nil, pathErr(name, fmt.Errorf("member %q: %w", hdr.Name, err))
+			return nil, memberErr(err)
 		}
 		h := *hdr
-		h.Size = int64(len(b))
-		if err := tw.WriteHeader(&h); err != nil {
-			return nil, pathErr(name, err)
+		var mres *Result
+		if job, ok, err := npyMember(opts, plans, hdr.Name, data); err != nil {
+			return nil, memberErr(err)
+		} else if ok {
+			// The kernel writes straight into the output's buffer.
+			if int64(job.size()) != h.Size {
+				h.Size, raw = int64(job.size()), nil
+			}
+			if err := sw.header(&h, raw); err != nil {
+				return nil, pathErr(name, err)
+			}
+			if err := job.run(sw.reserve(job.size())); err != nil {
+				return nil, memberErr(err)
+			}
+			sw.pad(job.size())
+			mres = job.res
+		} else {
+			b, r, err := transformMember(opts, hdr.Name, data, nil)
+			if err != nil {
+				return nil, memberErr(err)
+			}
+			if int64(len(b)) != h.Size {
+				h.Size, raw = int64(len(b)), nil
+			}
+			if err := sw.header(&h, raw); err != nil {
+				return nil, pathErr(name, err)
+			}
+			if err := sw.write(b); err != nil {
+				return nil, pathErr(name, err)
+			}
+			mres = r
 		}
-		if _, err := tw.Write(b); err != nil {
-			return nil, pathErr(name, err)
+		if err := sw.failed(); err != nil {
+			return nil, pathErr(displayName(opts.Output), err)
 		}
-		out = b
+		if next-dropped >= 8<<20 {
+			// Memory holds a window of the mapped shard, whatever its size.
+			drop(next)
+			dropped = next
+		}
 		worked++
 		res.Members = append(res.Members, mres)
 		res.Bytes += mres.Bytes
@@ -156,11 +254,8 @@ func copyTar(opts Options, r io.Reader, w io.Writer) (*Result, error) {
 		}
 		return nil, pathErr(name, fmt.Errorf("the tar shard has %s: nothing to do", what))
 	}
-	if err := tw.Close(); err != nil {
-		return nil, pathErr(name, err)
-	}
-	if err := bw.Flush(); err != nil {
-		return nil, pathErr(name, err)
+	if err := sw.close(); err != nil {
+		return nil, pathErr(displayName(opts.Output), err)
 	}
 	first := res.Members[0]
 	res.InShape, res.OutShape, res.DType = first.InShape, first.OutShape, first.DType
@@ -200,45 +295,54 @@ func readMember(r io.Reader, size int64, buf []byte) ([]byte, error) {
 	return data, err
 }
 
-// npyMember is transformMember for the common member, a C-order npy
-// tensor of an operator job, without the machinery a large file needs:
-// one kernel call into the member's output buffer, the plan kept per
-// dtype and shape for the thousands of members of a shard that share
-// them. ok is false where it does not apply (the caller then takes the
-// general path).
-func npyMember(opts Options, plans map[string]*ops.Plan, name string, data, out []byte) (b []byte, res *Result, ok bool, err error) {
+// npyJob is an npy member of an operator job, ready to run.
+type npyJob struct {
+	pre  []byte // the output's npy header
+	p    *ops.Plan
+	data []byte // the input's tensor data
+	res  *Result
+}
+
+func (j *npyJob) size() int { return len(j.pre) + j.p.Bytes() }
+
+// run writes the member's output (header and tensor) into dst.
+func (j *npyJob) run(dst []byte) error {
+	copy(dst, j.pre)
+	return j.p.Run(dst[len(j.pre):], j.data, 1)
+}
+
+// npyMember prepares the common member, a C-order npy tensor of an
+// operator job, without the machinery a large file needs: one kernel
+// call into the output, the plan kept per dtype and shape for the
+// thousands of members of a shard that share them. ok is false where it
+// does not apply (the caller then takes transformMember's general path).
+func npyMember(opts Options, plans map[string]*ops.Plan, name string, data []byte) (job *npyJob, ok bool, err error) {
 	if !strings.HasSuffix(strings.ToLower(name), ".npy") || opts.DType != "" || opts.Shape != "" {
-		return nil, nil, false, nil
+		return nil, false, nil
 	}
 	npy, err := format.ParseNpy(data)
 	if err != nil || npy.Fortran || int64(len(data))-npy.DataOffset != npy.DataBytes() {
-		return nil, nil, false, nil // the general path says what is wrong
+		return nil, false, nil // the general path says what is wrong
 	}
 	key := npy.DType.Descr() + format.ShapeString(npy.Shape)
 	p := plans[key]
 	if p == nil {
 		t := &Tensor{Header: npy.Header, Kind: format.KindNpy}
 		if p, err = opts.plan(t); err != nil {
-			return nil, nil, false, err
+			return nil, false, err
 		}
 		if p.Bytes() != p.InBytes() || !p.Streams() {
-			return nil, nil, false, nil // a crop or pad: the general path
+			return nil, false, nil // a crop or pad: the general path
 		}
 		plans[key] = p
 	}
-	h := format.Header{DType: npy.DType, Shape: p.Out}
-	pre := format.EncodeNpy(h)
-	n := len(pre) + p.Bytes()
-	if cap(out) < n {
-		out = make([]byte, n)
-	}
-	out = out[:n]
-	copy(out, pre)
-	if err := p.Run(out[len(pre):], data[npy.DataOffset:], 1); err != nil {
-		return nil, nil, false, err
-	}
-	return out, &Result{Input: opts.Path, Output: opts.Output, Name: name, InShape: npy.Shape, OutShape: p.Out,
-		DType: npy.DType.Name(), Bytes: int64(p.Bytes())}, true, nil
+	return &npyJob{
+		pre:  format.EncodeNpy(format.Header{DType: npy.DType, Shape: p.Out}),
+		p:    p,
+		data: data[npy.DataOffset:],
+		res: &Result{Input: opts.Path, Output: opts.Output, Name: name, InShape: npy.Shape, OutShape: p.Out,
+			DType: npy.DType.Name(), Bytes: int64(p.Bytes())},
+	}, true, nil
 }
 
 // transformMember runs the job on one member's bytes, in the member's own
@@ -345,6 +449,52 @@ func decodeTar(src Source, in *fileio.Input) (*Tensor, error) {
 	}
 	sh.refs.Store(int32(len(container.members)))
 	return container, nil
+}
+
+// plainHeader says whether raw is hdr's one header block, so that it can
+// be copied as it is: 512 bytes, a valid checksum, hdr's size as an octal
+// number, the end of hdr's name.
+func plainHeader(raw []byte, hdr *tar.Header) bool {
+	if len(raw) != 512 {
+		return false
+	}
+	field := func(b []byte) string { return strings.Trim(string(b), " \x00") }
+	sum := int64(0)
+	for i, c := range raw {
+		if i >= 148 && i < 156 {
+			c = ' '
+		}
+		sum += int64(c)
+	}
+	chk, err1 := strconv.ParseInt(field(raw[148:156]), 8, 64)
+	size, err2 := strconv.ParseInt(field(raw[124:136]), 8, 64)
+	name := field(raw[:100])
+	return err1 == nil && err2 == nil && chk == sum && size == hdr.Size && name != "" && strings.HasSuffix(hdr.Name, name)
+}
+
+// headerTap keeps what archive/tar reads while on: in Next, the padding
+// of the member before and the header blocks. (A member's content is
+// read with the tap off.)
+type headerTap struct {
+	r   io.Reader
+	on  bool
+	rec []byte
+}
+
+func (t *headerTap) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if t.on {
+		t.rec = append(t.rec, p[:n]...)
+	}
+	return n, err
+}
+
+// Seek lets tar skip the content it is not asked for in a mapped shard.
+func (t *headerTap) Seek(off int64, whence int) (int64, error) {
+	if s, ok := t.r.(io.Seeker); ok {
+		return s.Seek(off, whence)
+	}
+	return 0, errors.New("not seekable")
 }
 
 // countingReader counts the bytes read through it: after tar's Next, the

@@ -1,0 +1,213 @@
+package pipeline
+
+import (
+	"archive/tar"
+	"bytes"
+	"io"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/depthspace/depthspace/internal/format"
+	fileio "github.com/depthspace/depthspace/internal/io"
+	"github.com/depthspace/depthspace/internal/ops"
+)
+
+// shardMember is one entry of a test shard: its header, its content, and
+// the s2d -b 2 result expected for a tensor member.
+type shardMember struct {
+	hdr  tar.Header
+	data []byte
+	want []byte // nil: copied through unchanged
+}
+
+func npyBytes(t *testing.T, descr string, shape []int, rng *rand.Rand) (in, s2d []byte) {
+	t.Helper()
+	d, err := format.ParseDescr(descr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := d.Size
+	for _, s := range shape {
+		n *= s
+	}
+	data := make([]byte, n)
+	rng.Read(data)
+	p, err := ops.NewPlan(ops.Request{Block: ops.Block{2}}, shape, d.Size, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, p.Bytes())
+	if err := p.Run(out, data, 1); err != nil {
+		t.Fatal(err)
+	}
+	return append(format.EncodeNpy(format.Header{DType: d, Shape: shape}), data...),
+		append(format.EncodeNpy(format.Header{DType: d, Shape: p.Out}), out...)
+}
+
+// testShard has what the tar writer must handle: one-block headers (copied
+// as they are), a PAX long name and PAX records, GNU format, a directory
+// and a link (no content), and members larger than its staging buffers,
+// tensor and not.
+func testShard(t *testing.T) []shardMember {
+	rng := rand.New(rand.NewSource(7))
+	when := time.Unix(1_700_000_000, 0)
+	reg := func(name string, data []byte) tar.Header {
+		return tar.Header{Typeflag: tar.TypeReg, Name: name, Size: int64(len(data)), Mode: 0o640, ModTime: when, Uid: 1000, Gid: 100, Uname: "u", Gname: "g"}
+	}
+	var ms []shardMember
+	add := func(h tar.Header, data, want []byte) { ms = append(ms, shardMember{h, data, want}) }
+	in, want := npyBytes(t, "<f4", []int{1, 2, 4, 6}, rng)
+	add(reg("000001.input.npy", in), in, want)
+	add(reg("000001.cls", []byte("3")), []byte("3"), nil)
+	add(tar.Header{Typeflag: tar.TypeDir, Name: "sub/", Mode: 0o755, ModTime: when}, nil, nil)
+	add(tar.Header{Typeflag: tar.TypeSymlink, Name: "sub/link", Linkname: "../000001.cls", ModTime: when}, nil, nil)
+	long := strings.Repeat("n", 120) + ".input.npy"
+	in, want = npyBytes(t, "<i2", []int{2, 1, 2, 2}, rng)
+	add(reg(long, in), in, want)
+	h := reg("000002.json", []byte(`{"k": 1}`))
+	h.PAXRecords = map[string]string{"comment": "kept"}
+	add(h, []byte(`{"k": 1}`), nil)
+	big := make([]byte, 3<<20+5)
+	rng.Read(big)
+	add(reg("big.bin", big), big, nil)
+	in, want = npyBytes(t, "|u1", []int{1, 1, 2048, 1030}, rng)
+	add(reg("big.input.npy", in), in, want)
+	in, want = npyBytes(t, "<f8", []int{1, 1, 2, 2}, rng)
+	h = reg("gnu.input.npy", in)
+	h.Format = tar.FormatGNU
+	add(h, in, want)
+	return ms
+}
+
+func writeShard(t *testing.T, ms []shardMember) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	for _, m := range ms {
+		h := m.hdr
+		if err := tw.WriteHeader(&h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(m.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// A shard converted from a file (mapped, headers sliced from it) and
+// from a pipe (streamed through a tap) gives the same bytes, and every
+// member reads back with its header and the expected content.
+func TestTarFileAndPipeAgree(t *testing.T) {
+	ms := testShard(t)
+	shard := writeShard(t, ms)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "shard.tar")
+	if err := os.WriteFile(in, shard, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	req := ops.Request{Block: ops.Block{2}}
+	fileOut := filepath.Join(dir, "out.tar")
+	if _, err := Transform(Options{Request: req, Source: Source{Path: in}, Output: fileOut, Threads: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var piped bytes.Buffer
+	if _, err := Transform(Options{Request: req, Source: Source{Path: "-", From: format.KindTar, Stdin: bytes.NewReader(shard)}, Output: "-", Stdout: &piped, Threads: 1}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(fileOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, piped.Bytes()) {
+		t.Fatalf("file and pipe outputs differ (%d and %d bytes)", len(got), piped.Len())
+	}
+	if fi, err := os.Stat(fileOut); err != nil || fi.Size() != int64(len(got)) {
+		t.Fatalf("output size %v, %v", fi, err)
+	}
+	tr := tar.NewReader(bytes.NewReader(got))
+	for i, m := range ms {
+		h, err := tr.Next()
+		if err != nil {
+			t.Fatalf("member %d: %v", i, err)
+		}
+		w := m.hdr
+		if h.Name != w.Name || h.Typeflag != w.Typeflag || h.Mode != w.Mode || !h.ModTime.Equal(w.ModTime) ||
+			h.Uid != w.Uid || h.Gid != w.Gid || h.Uname != w.Uname || h.Gname != w.Gname || h.Linkname != w.Linkname ||
+			h.PAXRecords["comment"] != w.PAXRecords["comment"] {
+			t.Errorf("member %d: header %+v, want %+v", i, h, w)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := m.want
+		if want == nil {
+			want = m.data
+		}
+		if !bytes.Equal(data, want) {
+			t.Errorf("member %s: content differs (%d bytes, want %d)", h.Name, len(data), len(want))
+		}
+	}
+	if _, err := tr.Next(); err != io.EOF {
+		t.Errorf("after the last member: %v, want EOF", err)
+	}
+	// The tail is archive/tar's: two zero blocks, nothing more.
+	if tail := got[len(got)-1024:]; !bytes.Equal(tail, make([]byte, 1024)) {
+		t.Error("the archive does not end in two zero blocks")
+	}
+}
+
+// A shard whose header blocks were altered so they are not copied as they
+// are (a bad checksum) is still converted, with headers encoded again.
+func TestTarHeaderNotPlain(t *testing.T) {
+	ms := testShard(t)[:2]
+	shard := writeShard(t, ms)
+	var hdr tar.Header = ms[0].hdr
+	if !plainHeader(shard[:512], &hdr) {
+		t.Fatal("archive/tar's own ustar block is not taken as plain")
+	}
+	bad := bytes.Clone(shard[:512])
+	bad[0] ^= 1 // the name changes, the checksum no longer adds up
+	if plainHeader(bad, &hdr) {
+		t.Error("a block with a wrong checksum is taken as plain")
+	}
+	h2 := hdr
+	h2.Size++
+	if plainHeader(shard[:512], &h2) {
+		t.Error("a block whose size differs from the header's is taken as plain")
+	}
+}
+
+// A mapped shard truncated by another process while it is converted is an
+// error, not a crash.
+func TestTarTruncatedWhileMapped(t *testing.T) {
+	shard := writeShard(t, testShard(t))
+	path := filepath.Join(t.TempDir(), "shard.tar")
+	if err := os.WriteFile(path, shard, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in, err := fileio.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	if !in.Mapped {
+		t.Skip("the shard was not mapped") // below 1 MiB; testShard is larger
+	}
+	if err := os.Truncate(path, 4096); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Request: ops.Request{Block: ops.Block{2}}, Source: Source{Path: path}, Output: "-"}
+	_, err = copyTar(o, bytes.NewReader(in.Data), in.Data, in.Drop, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("err = %v, want one about a truncated input", err)
+	}
+}
