@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/depthspace/depthspace/internal/format"
 	"github.com/depthspace/depthspace/internal/ops"
@@ -209,28 +211,41 @@ func TestRunRefuses(t *testing.T) {
 	}
 }
 
-// Threads given out never exceed -j, and a big file gets all of them.
+// Threads given out never exceed -j, a big file gets all of them, and a
+// file does not start before the files listed ahead of it.
 func TestRunnerThreads(t *testing.T) {
 	r := &runner{free: 4}
 	r.cond = sync.NewCond(&r.mu)
 	var mu sync.Mutex
 	inUse, peak := 0, 0
+	sizes := []int64{1, 1, 64 << 20, 1, 5 << 20, 1, 1}
+	var started [7]atomic.Bool
 	var wg sync.WaitGroup
-	for _, size := range []int64{1, 1, 64 << 20, 1, 5 << 20, 1, 1} {
-		w := threadsFor(size, 4)
-		r.acquire(w)
+	run := func(i int) {
+		defer wg.Done()
+		w := threadsFor(sizes[i], 4)
+		r.acquire(i, w)
+		started[i].Store(true)
 		mu.Lock()
 		inUse += w
 		peak = max(peak, inUse)
 		mu.Unlock()
+		time.Sleep(time.Millisecond)
+		mu.Lock()
+		inUse -= w
+		mu.Unlock()
+		r.release(w)
+	}
+	// The last file asks first: it must wait for the others.
+	wg.Add(1)
+	go run(len(sizes) - 1)
+	time.Sleep(20 * time.Millisecond)
+	if started[len(sizes)-1].Load() {
+		t.Fatal("the last file started before the files ahead of it")
+	}
+	for i := len(sizes) - 2; i >= 0; i-- {
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			mu.Lock()
-			inUse -= w
-			mu.Unlock()
-			r.release(w)
-		}()
+		go run(i)
 	}
 	wg.Wait()
 	if peak > 4 || r.free != 4 {

@@ -91,7 +91,9 @@ type sharedInput struct {
 func (t *Tensor) file() (*os.File, int64) {
 	// Only npy, raw and safetensors data are bytes of the file; JSON is
 	// decoded.
-	if t.input == nil || t.input.File == nil || t.Stream != nil ||
+	// A small file was read whole: its bytes are used where they are,
+	// not read again.
+	if t.input == nil || t.input.File == nil || !t.input.Mapped || t.Stream != nil ||
 		(t.Kind != format.KindNpy && t.Kind != format.KindRaw && t.Kind != format.KindSafetensors) {
 		return nil, 0
 	}

@@ -148,6 +148,10 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 		DType: t.DType.Name(), Bytes: int64(plan.Bytes())}, nil
 }
 
+// smallWhole is the largest result of an input read whole that is
+// computed in one piece, not in chunks.
+const smallWhole = 1 << 20
+
 // streamStore writes the result chunk by chunk (stream.go): to a file from
 // several workers at once, to standard output in order.
 func streamStore(opts Options, to format.Kind, h format.Header, plan *ops.Plan, t *Tensor) error {
@@ -171,6 +175,30 @@ func streamStore(opts Options, to format.Kind, h format.Header, plan *ops.Plan, 
 	preamble, err := preambleFor(to, h, t.Name)
 	if err != nil {
 		return fail(err)
+	}
+	if f, _ := t.file(); f == nil && t.Stream == nil && out.IsFile() && opts.ChunkBytes <= 0 && plan.Bytes() <= smallWhole {
+		// A small input read whole: the kernel from its bytes into one
+		// buffer after the preamble, written with one call (the chunked
+		// run would copy the input into a chunk buffer and write twice).
+		if err := out.Reserve(int64(len(preamble)) + int64(plan.Bytes())); err != nil {
+			return fail(err)
+		}
+		buf := fileio.GetBuffer(len(preamble) + plan.Bytes())
+		defer fileio.PutBuffer(buf)
+		copy(buf, preamble)
+		if err := plan.Run(buf[len(preamble):], t.Data, 1); err != nil {
+			return fail(pathErr(opts.Path, err))
+		}
+		if _, err := out.WriteAt(buf, 0); err != nil {
+			return fail(err)
+		}
+		if opts.Progress != nil {
+			opts.Progress(int64(plan.Bytes()))
+		}
+		if err := out.Commit(); err != nil {
+			return pathErr(displayName(opts.Output), err)
+		}
+		return nil
 	}
 	if out.IsFile() {
 		if err := out.Reserve(int64(len(preamble)) + int64(plan.Bytes())); err != nil {
