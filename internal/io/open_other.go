@@ -20,3 +20,13 @@ func createTemp(dir, pattern string) (*os.File, error) {
 }
 
 func rename(from, to string) error { return os.Rename(from, to) }
+
+// Scratch is a new file for a run's own use, removed at once.
+func Scratch() (*os.File, error) {
+	f, err := os.CreateTemp("", ".depthspace-scratch-*")
+	if err != nil {
+		return nil, err
+	}
+	_ = os.Remove(f.Name())
+	return f, nil
+}

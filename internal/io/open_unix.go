@@ -72,3 +72,26 @@ func rename(from, to string) error {
 
 // randomName is a temporary file's random part.
 func randomName() uint32 { return rand.Uint32() }
+
+// Scratch is a new file for a run's own use, in the directory for
+// temporary files: unlinked from the start where the system allows
+// (O_TMPFILE), so nothing is left behind whatever happens to the process.
+func Scratch() (*os.File, error) {
+	dir := os.TempDir()
+	for {
+		fd, err := syscall.Open(dir, syscall.O_RDWR|syscall.O_CLOEXEC|oTmpfile, 0o600)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err == nil {
+			return os.NewFile(uintptr(fd), dir+"/(scratch)"), nil
+		}
+		break
+	}
+	f, err := createTemp(dir, ".depthspace-scratch-*")
+	if err != nil {
+		return nil, err
+	}
+	_ = os.Remove(f.Name())
+	return f, nil
+}

@@ -29,6 +29,14 @@ const (
 	maxChunkBytes   = 8 << 20
 )
 
+// chunkOutput takes a chunk's output ranges: at their offsets (IsFile),
+// or one after the other.
+type chunkOutput interface {
+	IsFile() bool
+	WriteAt(p []byte, off int64) (int, error)
+	Write(p []byte) (int, error)
+}
+
 // chunkInput reads a chunk's input ranges.
 type chunkInput interface {
 	ReadAt(p []byte, off int64) (int, error)
@@ -104,6 +112,34 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 	if err != nil {
 		return err
 	}
+	var sp *spool
+	var so *outSpool
+	if (seqIn || seqOut) && ck.MaxBytes() > spoolAbove {
+		// In order, this job would hold a batch item at a time in
+		// memory: the stream is spooled instead (spool.go), and the run
+		// works by position on small chunks.
+		if seqIn {
+			if sp, err = newSpool(t.Stream, int64(plan.InBytes())); err != nil {
+				return err
+			}
+			defer func() {
+				if sp != nil {
+					sp.abandon()
+				}
+			}()
+			in = sp
+		}
+		if seqOut {
+			if so, err = newOutSpool(out, int64(plan.Bytes())); err != nil {
+				return err
+			}
+			defer so.close()
+		}
+		seqIn, seqOut = false, false
+		if ck, err = plan.Chunker(chunkBytes, false, false); err != nil {
+			return err
+		}
+	}
 	if adapt && ck.Len() > 1 {
 		// A chunk is up to B ranges on each side (B: the block's
 		// product); with many, each write is short and its fixed cost
@@ -127,6 +163,11 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 				return err
 			}
 		}
+		if sp != nil {
+			err := sp.finish()
+			sp = nil
+			return err
+		}
 		if t.Stream != nil {
 			if extra, _ := io.Copy(io.Discard, io.LimitReader(t.Stream, 1<<20)); extra > 0 {
 				return fmt.Errorf("bytes beyond the %d data bytes the header describes", plan.InBytes())
@@ -136,6 +177,12 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 	}
 	// Workers take chunks from a counter; each has its own buffers. With
 	// fewer chunks than threads the kernel shares the rest inside a chunk.
+	var dest chunkOutput = out
+	if so != nil {
+		dest = so
+		so.plan(ck)
+		base = 0
+	}
 	workers := max(1, min(threads, n))
 	inner := max(1, threads/workers)
 	var next atomic.Int64
@@ -150,29 +197,45 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 			if i >= n {
 				return
 			}
-			if err := doChunk(ck, i, in, out, base, src, dst, inner, progress); err != nil {
+			if err := doChunk(ck, i, in, dest, base, src, dst, inner, progress); err != nil {
 				errs[w] = err
 				failed.Store(true)
 				return
+			}
+			if so != nil {
+				so.chunkDone(i)
 			}
 		}
 	}
 	if workers == 1 {
 		// One chunk (every small file) or -j 1: no goroutine to start.
 		worker(0)
-		return errs[0]
+	} else {
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() { defer wg.Done(); worker(w) }()
+		}
+		wg.Wait()
 	}
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() { defer wg.Done(); worker(w) }()
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	if so != nil {
+		if err := so.finish(); err != nil {
+			return err
+		}
+	}
+	if sp != nil {
+		err := sp.finish()
+		sp = nil
+		return err
+	}
+	return nil
 }
 
 // doChunk reads, computes and writes chunk i, then reports its bytes done.
-func doChunk(ck *ops.Chunker, i int, in chunkInput, out *fileio.Output, base int64, src, dst []byte, threads int, progress func(int64)) error {
+func doChunk(ck *ops.Chunker, i int, in chunkInput, out chunkOutput, base int64, src, dst []byte, threads int, progress func(int64)) error {
 	ch := ck.Chunk(i)
 	src, dst = src[:ch.Bytes], dst[:ch.Bytes]
 	b := src
