@@ -42,7 +42,7 @@ func TestSelectionMatchesSort(t *testing.T) {
 		"subnormal":  func(int) float64 { return float64(rng.IntN(1000)) * 5e-324 },
 	}
 	for name, gen := range gens {
-		for _, n := range []int{1, 2, 3, 999, 70_001, 200_000} {
+		for _, n := range []int{1, 2, 3, 999, 70_001} {
 			a, b := make([]float64, n), make([]float64, n)
 			errs := make([]float64, n)
 			for i := range a {
