@@ -3,6 +3,7 @@ module github.com/depthspace/depthspace
 go 1.26.8
 
 require (
+	github.com/klauspost/compress v1.18.0
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/sbinet/npyio v0.6.0
 	github.com/spf13/cobra v1.10.2

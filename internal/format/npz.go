@@ -5,9 +5,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/klauspost/compress/flate"
 	"hash/crc32"
 	"io"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // npz: numpy's savez / savez_compressed archives. An npz is a zip file
@@ -50,14 +53,19 @@ func (e *NpzError) Error() string {
 }
 
 // ReadNpz reads every member of the archive in b, in archive order.
-func ReadNpz(b []byte) ([]NpzMember, error) {
+func ReadNpz(b []byte) ([]NpzMember, error) { return ReadNpzThreads(b, 1) }
+
+// ReadNpzThreads is ReadNpz inflating up to threads deflated members at
+// once (inflating is most of the time a compressed archive takes).
+func ReadNpzThreads(b []byte, threads int) ([]NpzMember, error) {
 	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
 		// Names are never used as paths here, so "insecure" ones are fine.
 		return nil, &NpzError{Msg: "not a valid zip archive: " + strings.TrimPrefix(err.Error(), "zip: ")}
 	}
+	zr.RegisterDecompressor(zip.Deflate, func(r io.Reader) io.ReadCloser { return flate.NewReader(r) })
 	seen := map[string]bool{}
-	var out []NpzMember
+	var files []*zip.File
 	for _, f := range zr.File {
 		if strings.HasSuffix(f.Name, "/") {
 			continue // a directory entry holds no array
@@ -70,12 +78,28 @@ func ReadNpz(b []byte) ([]NpzMember, error) {
 			return nil, &NpzError{Member: f.Name, Msg: "appears twice in the archive"}
 		}
 		seen[key] = true
-		m, err := readMember(b, f)
-		if err != nil {
-			return nil, &NpzError{Member: key, Msg: err.Error()}
+		files = append(files, f)
+	}
+	out := make([]NpzMember, len(files))
+	errs := make([]error, len(files))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range max(1, min(threads, len(files))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
+				out[i], errs[i] = readMember(b, files[i])
+			}
+		}()
+	}
+	wg.Wait()
+	for i, f := range files {
+		key := strings.TrimSuffix(f.Name, ".npy")
+		if errs[i] != nil {
+			return nil, &NpzError{Member: key, Msg: errs[i].Error()}
 		}
-		m.Name = key
-		out = append(out, m)
+		out[i].Name = key
 	}
 	return out, nil
 }
@@ -197,6 +221,41 @@ func (n *NpzWriter) Member(key string, h Header) (io.Writer, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// DeflateNpy compresses the npy file of tensor h (its preamble, then
+// data) into buf with deflate at archive/zip's level (5, what the members
+// written through Member get), and returns the
+// CRC-32 and size of the uncompressed bytes. Members compressed this way
+// on several goroutines are then added in order with Raw.
+func DeflateNpy(h Header, data []byte, buf *bytes.Buffer) (crc uint32, size uint64, err error) {
+	pre := EncodeNpy(h)
+	fw, err := flate.NewWriter(buf, 6)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, b := range [][]byte{pre, data} {
+		if _, err := fw.Write(b); err != nil {
+			return 0, 0, err
+		}
+		crc = crc32.Update(crc, crc32.IEEETable, b)
+	}
+	return crc, uint64(len(pre) + len(data)), fw.Close()
+}
+
+// Raw adds the member KEY.npy compressed by DeflateNpy.
+func (n *NpzWriter) Raw(key string, compressed []byte, crc uint32, size uint64) error {
+	if n.names[key] {
+		return fmt.Errorf("npz member %q written twice", key)
+	}
+	n.names[key] = true
+	w, err := n.zw.CreateRaw(&zip.FileHeader{Name: key + ".npy", Method: zip.Deflate, CRC32: crc,
+		CompressedSize64: uint64(len(compressed)), UncompressedSize64: size})
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(compressed)
+	return err
 }
 
 // Close finishes the archive (the central directory).

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -135,9 +136,31 @@ func TestNpzErrors(t *testing.T) {
 		{"bomb", bomb, "more than its"},
 		{"bad header", rawZip(t, zip.Store, map[string][]byte{"a.npy": []byte("\x93NUMPY\x01\x00\x04\x00{}\n ")}, "a.npy"), `npz member "a": npy header`},
 	} {
-		_, err := ReadNpz(c.b)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
+		for _, threads := range []int{1, 3} {
+			_, err := ReadNpzThreads(c.b, threads)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s (%d threads): got %v, want %q", c.name, threads, err, c.want)
+			}
+		}
+	}
+	// Several bad members inflated at once: the error is the first one's
+	// in archive order, whichever goroutine found it first.
+	many := map[string][]byte{}
+	var order []string
+	for i := 0; i < 9; i++ {
+		name := fmt.Sprintf("m%d.npy", i)
+		n := 8
+		if i == 3 || i == 7 {
+			n = 7 // short
+		}
+		many[name] = npyBytes("<f4", []int{2}, n)
+		order = append(order, name)
+	}
+	b := rawZip(t, zip.Deflate, many, order...)
+	for _, threads := range []int{1, 2, 4} {
+		_, err := ReadNpzThreads(b, threads)
+		if err == nil || !strings.Contains(err.Error(), `member "m3"`) {
+			t.Errorf("%d threads: got %v, want member m3's error", threads, err)
 		}
 	}
 }

@@ -49,6 +49,8 @@ type Source struct {
 	// processed instead of all at once; Tensor.Stream is then set and
 	// Tensor.Data is nil.
 	Stream bool
+	// Threads inflates that many deflated npz members at once (0: one).
+	Threads int
 }
 
 // Tensor is a decoded input: its header and its element bytes, which for a
@@ -257,7 +259,7 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 		}
 		t.Header, t.Data = h, in.Data
 	case format.KindNpz:
-		return decodeNpz(in, want, shape)
+		return decodeNpz(in, want, shape, src.Threads)
 	case format.KindSafetensors:
 		return decodeSafetensors(in, want, shape)
 	case format.KindTar:
@@ -378,8 +380,8 @@ func (errStdinBuffered) Error() string { return "internal: stdin buffered" }
 
 // decodeNpz reads every member of an npz archive. The members share the
 // input: a stored member's data is a slice of its mapping.
-func decodeNpz(in *fileio.Input, want *format.DType, shape []int) (*Tensor, error) {
-	ms, err := format.ReadNpz(in.Data)
+func decodeNpz(in *fileio.Input, want *format.DType, shape []int, threads int) (*Tensor, error) {
+	ms, err := format.ReadNpzThreads(in.Data, threads)
 	if err != nil {
 		return nil, err
 	}

@@ -75,7 +75,11 @@ func Transform(opts Options) (*Result, error) {
 	if isTar(opts) {
 		return transformTar(opts)
 	}
-	ts, err := LoadAll(opts.Source)
+	src := opts.Source
+	if src.Threads == 0 {
+		src.Threads = opts.Threads
+	}
+	ts, err := LoadAll(src)
 	if err != nil {
 		return nil, err
 	}
