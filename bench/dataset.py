@@ -12,6 +12,10 @@ Jobs (seeded data in a scratch directory removed at the end):
                cp -r, and a 2-process numpy multiprocessing.Pool loop
   stdio        a 256 MiB npy: `> out.npy` and `- < in.npy > out.npy`
                against the -o form
+  pipes        a 1 GiB float32 [4, 64, 1024, 1024] npy through
+               `cat | depthspace | cat`, beside `cat | cat` and the -o form
+  npz          8 deflated members of 16 MiB: depthspace (-j 2 and -j 1)
+               beside numpy's load + savez_compressed doing the same job
 Rounds are interleaved (every command once per round, in turn); the first
 round checks depthspace's outputs against numpy's. Prints medians and
 min-max of whole-process wall seconds, peak RSS (GNU time), and the median
@@ -45,6 +49,18 @@ def s2d(rel):
 rels = sorted(os.path.relpath(os.path.join(d, f), src) for d, _, fs in os.walk(src) for f in fs)
 with Pool(2) as pool:
     pool.map(s2d, rels, chunksize=64)
+'''
+
+
+NPZ_JOB = r'''
+import sys, numpy as np
+z = np.load(sys.argv[1])
+out = {}
+for k in z.files:
+    a = z[k]
+    n, c, h, w = a.shape
+    out[k] = a.reshape(n, c, h // 2, 2, w // 2, 2).transpose(0, 3, 5, 1, 2, 4).reshape(n, 4 * c, h // 2, w // 2)
+np.savez_compressed(sys.argv[2], **out)
 '''
 
 
@@ -117,6 +133,23 @@ def main():
                 "- < in.npy > out.npy": f"{bin_} s2d -b 2 - < {S('big.npy')} > {S('o3.npy')}",
                 "cp": f"cp {S('big.npy')} {S('o4.npy')}",
             }
+        if want("pipes"):
+            np.save(S("w1.npy"), rng.random((4, 64, 1024, 1024), dtype=np.float32))
+            jobs["pipes"] = {
+                "cat | depthspace | cat": f"cat {S('w1.npy')} | {bin_} s2d -b 2 | cat > {S('p1.npy')}",
+                "depthspace -o": f"{bin_} s2d -b 2 {S('w1.npy')} -o {S('p2.npy')}",
+                "cat | cat": f"cat {S('w1.npy')} | cat > {S('p3.npy')}",
+            }
+        if want("npz"):
+            arrs = {f"out{i}": (rng.standard_normal((1, 16, 512, 512)) * 0.01).round(2).astype(np.float32) for i in range(8)}
+            np.savez_compressed(S("in.npz"), **arrs)
+            with open(S("npz_job.py"), "w") as f:
+                f.write(NPZ_JOB)
+            jobs["npz"] = {
+                "depthspace": f"{bin_} s2d -b 2 {S('in.npz')} -o {S('z1.npz')}",
+                "depthspace -j 1": f"{bin_} s2d -b 2 -j 1 {S('in.npz')} -o {S('z2.npz')}",
+                "numpy": f"/usr/bin/python3 {S('npz_job.py')} {S('in.npz')} {S('z3.npz')}",
+            }
         for job, cmds in jobs.items():
             res = {k: [] for k in cmds}
             for r in range(a.rounds):
@@ -126,12 +159,18 @@ def main():
                     check_tree(S("d" + job[5:]), S("o" + job[5:]))
                     if job == "batch5000":
                         check_tree(S("d5000"), S("p5000"))
+                if r == 0 and job == "pipes" and open(S("p1.npy"), "rb").read() != open(S("p2.npy"), "rb").read():
+                    sys.exit("pipes: the piped output differs from the -o output")
+                if r == 0 and job == "npz":
+                    got, ref = np.load(S("z1.npz")), np.load(S("z3.npz"))
+                    if got.files != ref.files or any(got[k].tobytes() != ref[k].tobytes() for k in ref.files):
+                        sys.exit("npz: depthspace's archive differs from numpy's")
                 if r == 0 and job == "stdio":
                     ref = open(S("o1.npy"), "rb").read()
                     for o in ("o2.npy", "o3.npy"):
                         if open(S(o), "rb").read() != ref:
                             sys.exit(f"stdio: {o} differs from the -o output")
-            peer = "cp -r" if "cp -r" in cmds else "-o out.npy"
+            peer = next(p for p in ("cp -r", "-o out.npy", "cat | cat", "numpy") if p in cmds)
             print(f"\n{job} ({a.rounds} rounds)")
             for k, v in res.items():
                 walls = [w for w, _ in v]

@@ -112,31 +112,34 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 	if err != nil {
 		return err
 	}
+	// In order, a job may have to hold a whole batch item in memory (an
+	// s2d of NCHW writes its first byte after one has come in): then the
+	// streams are spooled (spool.go). A piped output goes first: the
+	// chunks are then those of reading the input in order, usually small,
+	// and only if they are not is a piped input spooled too.
 	var sp *spool
 	var so *outSpool
-	if (seqIn || seqOut) && ck.MaxBytes() > spoolAbove {
-		// In order, this job would hold a batch item at a time in
-		// memory: the stream is spooled instead (spool.go), and the run
-		// works by position on small chunks.
-		if seqIn {
-			if sp, err = newSpool(t.Stream, int64(plan.InBytes())); err != nil {
-				return err
-			}
-			defer func() {
-				if sp != nil {
-					sp.abandon()
-				}
-			}()
-			in = sp
+	if seqOut && ck.MaxBytes() > spoolAbove {
+		if so, err = newOutSpool(out, int64(plan.Bytes())); err != nil {
+			return err
 		}
-		if seqOut {
-			if so, err = newOutSpool(out, int64(plan.Bytes())); err != nil {
-				return err
-			}
-			defer so.close()
+		defer so.close()
+		seqOut = false
+		if ck, err = plan.Chunker(chunkBytes, seqIn, seqOut); err != nil {
+			return err
 		}
-		seqIn, seqOut = false, false
-		if ck, err = plan.Chunker(chunkBytes, false, false); err != nil {
+	}
+	if seqIn && ck.MaxBytes() > spoolAbove {
+		if sp, err = newSpool(t.Stream, int64(plan.InBytes())); err != nil {
+			return err
+		}
+		defer func() {
+			if sp != nil {
+				sp.abandon()
+			}
+		}()
+		in, seqIn = sp, false
+		if ck, err = plan.Chunker(chunkBytes, seqIn, seqOut); err != nil {
 			return err
 		}
 	}
@@ -153,13 +156,27 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 		}
 	}
 	n := ck.Len()
+	var dest chunkOutput = out
+	if so != nil {
+		// Chunks go into the spool by position, from 0.
+		dest, base = so, 0
+		so.plan(ck)
+	}
 	if seqIn || seqOut {
 		// In order, one chunk at a time, the kernel on every thread.
 		src, dst := fileio.GetBuffer(ck.MaxBytes()), fileio.GetBuffer(ck.MaxBytes())
 		defer fileio.PutBuffer(src)
 		defer fileio.PutBuffer(dst)
 		for i := 0; i < n; i++ {
-			if err := doChunk(ck, i, in, out, base, src, dst, threads, progress); err != nil {
+			if err := doChunk(ck, i, in, dest, base, src, dst, threads, progress); err != nil {
+				return err
+			}
+			if so != nil {
+				so.chunkDone(i)
+			}
+		}
+		if so != nil {
+			if err := so.finish(); err != nil {
 				return err
 			}
 		}
@@ -177,12 +194,7 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 	}
 	// Workers take chunks from a counter; each has its own buffers. With
 	// fewer chunks than threads the kernel shares the rest inside a chunk.
-	var dest chunkOutput = out
-	if so != nil {
-		dest = so
-		so.plan(ck)
-		base = 0
-	}
+
 	workers := max(1, min(threads, n))
 	inner := max(1, threads/workers)
 	var next atomic.Int64
