@@ -211,3 +211,79 @@ func TestTarTruncatedWhileMapped(t *testing.T) {
 		t.Fatalf("err = %v, want one about a truncated input", err)
 	}
 }
+
+// plainMember reads what archive/tar reads from every header it takes,
+// and takes the one-block headers of the test shard's regular files.
+func TestPlainMemberAgreesWithArchiveTar(t *testing.T) {
+	ms := testShard(t)
+	shard := writeShard(t, ms)
+	br := bytes.NewReader(shard)
+	tr := tar.NewReader(br)
+	var next int64
+	taken := 0
+	for {
+		pm, ok := plainMember(shard, next)
+		h, err := tr.Next()
+		if err == io.EOF {
+			if ok {
+				t.Error("plainMember took the end of the archive for a member")
+			}
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := br.Size() - int64(br.Len())
+		if ok {
+			taken++
+			if at != next+512 || pm.Name != h.Name || pm.Size != h.Size || pm.Typeflag != h.Typeflag {
+				t.Errorf("plainMember %q %d %c at %d, archive/tar %q %d %c at %d", pm.Name, pm.Size, pm.Typeflag, next+512, h.Name, h.Size, h.Typeflag, at)
+			}
+		}
+		next = at + (h.Size+511)/512*512
+	}
+	if taken < 4 {
+		t.Errorf("plainMember took %d headers of the shard, want its one-block ones", taken)
+	}
+}
+
+// FuzzTarShard: any bytes as a tar shard, from a file (mapped or read,
+// plain headers read by plainMember) and from a pipe (archive/tar): no
+// panic, and when both succeed they write the same shard.
+func FuzzTarShard(f *testing.F) {
+	rng := rand.New(rand.NewSource(3))
+	in, _ := npyBytes(&testing.T{}, "<f4", []int{1, 1, 2, 2}, rng)
+	when := time.Unix(1_700_000_000, 0)
+	small := []shardMember{
+		{hdr: tar.Header{Typeflag: tar.TypeReg, Name: "a.npy", Size: int64(len(in)), Mode: 0o644, ModTime: when}, data: in},
+		{hdr: tar.Header{Typeflag: tar.TypeReg, Name: "a.cls", Size: 1, Mode: 0o644, ModTime: when}, data: []byte("1")},
+		{hdr: tar.Header{Typeflag: tar.TypeReg, Name: strings.Repeat("p", 110) + ".npy", Size: int64(len(in)), ModTime: when}, data: in},
+	}
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	for _, m := range small {
+		h := m.hdr
+		tw.WriteHeader(&h)
+		tw.Write(m.data)
+	}
+	tw.Close()
+	f.Add(b.Bytes())
+	f.Add(b.Bytes()[:700])
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, shard []byte) {
+		path := filepath.Join(dir, "f.tar")
+		if err := os.WriteFile(path, shard, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		req := ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}
+		var fromFile, fromPipe bytes.Buffer
+		_, errFile := Transform(Options{Request: req, Source: Source{Path: path}, Output: "-", Stdout: &fromFile, Threads: 1})
+		_, errPipe := Transform(Options{Request: req, Source: Source{Path: "-", From: format.KindTar, Stdin: bytes.NewReader(shard)}, Output: "-", Stdout: &fromPipe, Threads: 1})
+		if errFile == nil && errPipe == nil && !bytes.Equal(fromFile.Bytes(), fromPipe.Bytes()) {
+			t.Fatalf("file and pipe outputs differ")
+		}
+		if (errFile == nil) != (errPipe == nil) {
+			t.Fatalf("file: %v; pipe: %v", errFile, errPipe)
+		}
+	})
+}
