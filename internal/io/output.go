@@ -111,6 +111,16 @@ func isDescriptorPath(name string) bool {
 	return false
 }
 
+// StreamFile is the open file behind a stream output (standard output a
+// pipe), for sendfile; nil for file outputs and other writers.
+func (o *Output) StreamFile() *os.File {
+	if o.f != nil || o.stdout != nil {
+		return nil
+	}
+	f, _ := o.w.(*os.File)
+	return f
+}
+
 // IsFile says whether the output is a regular file (so it can be mapped).
 func (o *Output) IsFile() bool { return o.f != nil }
 

@@ -232,6 +232,17 @@ func (o *outSpool) send() {
 		}
 		ready, closed := o.ready, o.closed
 		o.mu.Unlock()
+		if sf := o.dst.StreamFile(); sf != nil && sent < ready {
+			// sendfile: from the page cache into the pipe, no copy here.
+			n, err := sendRange(sf, o.f, sent, ready-sent)
+			sent += n
+			if err != nil {
+				o.mu.Lock()
+				o.err = err
+				o.mu.Unlock()
+				return
+			}
+		}
 		for sent < ready {
 			n := int(min(int64(len(buf)), ready-sent))
 			_, err := o.f.ReadAt(buf[:n], sent)

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"errors"
+	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -85,6 +86,21 @@ func TestSpooledStreams(t *testing.T) {
 		if _, err := Transform(o); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: err = %v, want %q", bad.name, err, bad.want)
 		}
+	}
+	// A real pipe on standard output: the spool sends with sendfile.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(r)
+		got <- b
+	}()
+	_, err = Transform(Options{Request: req, Threads: 2, ChunkBytes: 8 << 10, Source: Source{Path: "-", Stdin: bytes.NewReader(file), Stream: true}, Output: "-", Stdout: w})
+	w.Close()
+	if b := <-got; err != nil || !bytes.Equal(b, wantBytes) {
+		t.Errorf("pipe to an os.Pipe: err %v, %d bytes, equal %v", err, len(b), bytes.Equal(b, wantBytes))
 	}
 	o := Options{Request: req, Threads: 2, ChunkBytes: 8 << 10, Source: Source{Path: in}, Output: "-", Stdout: failingWriter{}}
 	if _, err := Transform(o); err == nil || !strings.Contains(err.Error(), "broken pipe") {

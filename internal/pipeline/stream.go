@@ -163,17 +163,33 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 		so.plan(ck)
 	}
 	if seqIn || seqOut {
-		// In order, one chunk at a time, the kernel on every thread.
-		src, dst := fileio.GetBuffer(ck.MaxBytes()), fileio.GetBuffer(ck.MaxBytes())
-		defer fileio.PutBuffer(src)
+		// In order, one chunk at a time, the kernel on every thread. A
+		// stream is read ahead by a goroutine of its own: reading chunk
+		// i+1 overlaps the kernel and the writing of chunk i.
+		dst := fileio.GetBuffer(ck.MaxBytes())
 		defer fileio.PutBuffer(dst)
-		for i := 0; i < n; i++ {
-			if err := doChunk(ck, i, in, dest, base, src, dst, threads, progress); err != nil {
-				return err
+		var err error
+		if seqIn && n > 1 {
+			err = readAhead(ck, in, func(i int, ch ops.Chunk, src []byte) error {
+				if err := runChunk(ck, ch, dest, base, src, dst, threads, progress); err != nil {
+					return err
+				}
+				if so != nil {
+					so.chunkDone(i)
+				}
+				return nil
+			})
+		} else {
+			src := fileio.GetBuffer(ck.MaxBytes())
+			defer fileio.PutBuffer(src)
+			for i := 0; i < n && err == nil; i++ {
+				if err = doChunk(ck, i, in, dest, base, src, dst, threads, progress); err == nil && so != nil {
+					so.chunkDone(i)
+				}
 			}
-			if so != nil {
-				so.chunkDone(i)
-			}
+		}
+		if err != nil {
+			return err
 		}
 		if so != nil {
 			if err := so.finish(); err != nil {
@@ -246,21 +262,96 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 	return nil
 }
 
+// readAhead reads the chunks of ck in order on a goroutine of its own,
+// into two buffers by turns, and calls do with each as its input has come
+// in; it stops at the first error of either side.
+func readAhead(ck *ops.Chunker, in chunkInput, do func(i int, ch ops.Chunk, src []byte) error) error {
+	type read struct {
+		ch  ops.Chunk
+		src []byte
+		err error
+	}
+	full := make(chan read, 1)
+	free := make(chan []byte, 2)
+	stop := make(chan struct{})
+	bufs := [2][]byte{fileio.GetBuffer(ck.MaxBytes()), fileio.GetBuffer(ck.MaxBytes())}
+	free <- bufs[0]
+	free <- bufs[1]
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(full)
+		for i := 0; i < ck.Len(); i++ {
+			var src []byte
+			select {
+			case src = <-free:
+			case <-stop:
+				return
+			}
+			ch := ck.Chunk(i)
+			err := readChunk(ch, in, src)
+			select {
+			case full <- read{ch, src, err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var err error
+	i := 0
+	for r := range full {
+		if err = r.err; err == nil {
+			err = do(i, r.ch, r.src)
+		}
+		if err != nil {
+			break
+		}
+		free <- r.src
+		i++
+	}
+	close(stop)
+	if err != nil {
+		// The reader may be blocked on a stream that sends nothing more:
+		// not waited for, and its buffers left to the collector.
+		return err
+	}
+	<-done
+	fileio.PutBuffer(bufs[0])
+	fileio.PutBuffer(bufs[1])
+	return nil
+}
+
 // doChunk reads, computes and writes chunk i, then reports its bytes done.
 func doChunk(ck *ops.Chunker, i int, in chunkInput, out chunkOutput, base int64, src, dst []byte, threads int, progress func(int64)) error {
 	ch := ck.Chunk(i)
-	src, dst = src[:ch.Bytes], dst[:ch.Bytes]
-	b := src
+	if err := readChunk(ch, in, src); err != nil {
+		return err
+	}
+	return runChunk(ck, ch, out, base, src, dst, threads, progress)
+}
+
+// readChunk reads a chunk's input ranges into src.
+func readChunk(ch ops.Chunk, in chunkInput, src []byte) error {
+	b := src[:ch.Bytes]
 	for _, s := range ch.In {
 		if _, err := in.ReadAt(b[:s.Len], s.Off); err != nil {
 			return err
 		}
 		b = b[s.Len:]
 	}
+	return nil
+}
+
+// runChunk computes a chunk whose input is in src and writes its output.
+func runChunk(ck *ops.Chunker, ch ops.Chunk, out chunkOutput, base int64, src, dst []byte, threads int, progress func(int64)) error {
+	src, dst = src[:ch.Bytes], dst[:ch.Bytes]
 	if err := ck.Run(ch, dst, src, threads); err != nil {
 		return err
 	}
-	b = dst
+	b := dst
 	for _, s := range ch.Out {
 		var err error
 		if out.IsFile() {

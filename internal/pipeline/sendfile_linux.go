@@ -1,0 +1,32 @@
+package pipeline
+
+import (
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// sendRange sends n bytes of src from off to dst with sendfile(2): the
+// kernel moves them from the page cache into the pipe, with no copy
+// through this process. It returns how many bytes went; fewer than n
+// with no error when the kernel cannot send to dst (the caller then
+// copies the rest).
+func sendRange(dst, src *os.File, off, n int64) (int64, error) {
+	sent := int64(0)
+	for sent < n {
+		m, err := unix.Sendfile(int(dst.Fd()), int(src.Fd()), &off, int(min(n-sent, 1<<30)))
+		switch {
+		case err == syscall.EINTR || err == syscall.EAGAIN:
+			continue
+		case err == syscall.EINVAL || err == syscall.ENOSYS:
+			return sent, nil
+		case err != nil:
+			return sent, &os.PathError{Op: "write", Path: dst.Name(), Err: err}
+		case m == 0:
+			return sent, &os.PathError{Op: "write", Path: dst.Name(), Err: syscall.EIO}
+		}
+		sent += int64(m)
+	}
+	return sent, nil
+}
