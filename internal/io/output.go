@@ -72,7 +72,7 @@ func Create(name string, stdout io.Writer) (*Output, error) {
 		replacing = true
 	}
 	HandleSignals() // before the first temporary file exists
-	f, err := createTemp(dir, fmt.Sprintf(TempPattern, filepath.Base(name)))
+	f, err := createTracked(dir, fmt.Sprintf(TempPattern, filepath.Base(name)))
 	if err != nil {
 		// The directory is looked at only when the file cannot be made.
 		if fi, serr := os.Stat(dir); serr != nil {
@@ -82,7 +82,6 @@ func Create(name string, stdout io.Writer) (*Output, error) {
 		}
 		return nil, fmt.Errorf("cannot create a file in %s: %w", dir, unwrapPath(err))
 	}
-	track(f.Name())
 	return &Output{Name: name, w: f, f: f, tmp: f.Name(), replacing: replacing}, nil
 }
 
@@ -302,10 +301,19 @@ var (
 	temps  = map[string]bool{}
 )
 
-func track(name string) {
+// createTracked creates a temporary output and records it under the
+// signal handler's lock: a signal that arrives in between would otherwise
+// find a file on disk that it does not know of, and leave it behind. The
+// handler takes the lock and keeps it until exit, so the file is either
+// recorded before it looks, or never created.
+func createTracked(dir, pattern string) (*os.File, error) {
 	tempMu.Lock()
-	temps[name] = true
-	tempMu.Unlock()
+	defer tempMu.Unlock()
+	f, err := createTemp(dir, pattern)
+	if err == nil {
+		temps[f.Name()] = true
+	}
+	return f, err
 }
 
 func untrack(name string) {
