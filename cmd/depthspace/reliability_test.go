@@ -936,32 +936,42 @@ func BenchmarkOutputFsync(b *testing.B) {
 // stdout run makes no temporary file.
 func TestStdoutBrokenPipe(t *testing.T) {
 	bin := depthspaceBin(t)
-	dir := t.TempDir()
-	sparseNpy(t, filepath.Join(dir, "in.npy"), "<f4", []int{1, 4, 1024, 1024}, 3) // 16 MiB
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "s2d", "-b", "2", "in.npy")
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, quickExit(), w, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	if _, err := io.ReadFull(r, make([]byte, 10)); err != nil {
-		t.Fatal(err)
-	}
-	r.Close()
-	err = cmd.Wait()
-	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	if !(ws.Signaled() && ws.Signal() == syscall.SIGPIPE) && cmd.ProcessState.ExitCode() != 128+int(syscall.SIGPIPE) {
-		t.Errorf("a closed stdout pipe ended the run with %v, want SIGPIPE (141)", err)
-	}
-	if stderr.Len() > 0 {
-		t.Errorf("stderr %q, want nothing", stderr.String())
-	}
-	if left := temps(t, dir); len(left) > 0 {
-		t.Errorf("temporary files left: %v", left)
+	for _, tc := range []struct {
+		name  string
+		shape []int
+	}{
+		{"in order", []int{1, 4, 1024, 1024}}, // 16 MiB: written chunk by chunk
+		{"spooled", []int{1, 8, 1024, 1024}},  // 32 MiB: an item is too big to hold, the output is spooled and sent with sendfile
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			sparseNpy(t, filepath.Join(dir, "in.npy"), "<f4", tc.shape, 3)
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			cmd := exec.Command(bin, "s2d", "-b", "2", "in.npy")
+			cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, quickExit(), w, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			if _, err := io.ReadFull(r, make([]byte, 10)); err != nil {
+				t.Fatal(err)
+			}
+			r.Close()
+			err = cmd.Wait()
+			ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			if !(ws.Signaled() && ws.Signal() == syscall.SIGPIPE) && cmd.ProcessState.ExitCode() != 128+int(syscall.SIGPIPE) {
+				t.Errorf("a closed stdout pipe ended the run with %v, want SIGPIPE (141)", err)
+			}
+			if stderr.Len() > 0 {
+				t.Errorf("stderr %q, want nothing", stderr.String())
+			}
+			if left := temps(t, dir); len(left) > 0 {
+				t.Errorf("temporary files left: %v", left)
+			}
+		})
 	}
 }

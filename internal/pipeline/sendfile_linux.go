@@ -11,15 +11,19 @@ import (
 // kernel moves them from the page cache into the pipe, with no copy
 // through this process. It returns how many bytes went; fewer than n
 // with no error when the kernel cannot send to dst (the caller then
-// copies the rest).
+// copies the rest). That includes EAGAIN (a non-blocking standard output:
+// the copy loop's writes wait through Go's poller instead of spinning
+// here) and EPIPE (the reader has gone: the copy loop's write meets it
+// the way every other write does, and a standard output dies of SIGPIPE
+// quietly, as a filter should, instead of printing an error).
 func sendRange(dst, src *os.File, off, n int64) (int64, error) {
 	sent := int64(0)
 	for sent < n {
 		m, err := unix.Sendfile(int(dst.Fd()), int(src.Fd()), &off, int(min(n-sent, 1<<30)))
 		switch {
-		case err == syscall.EINTR || err == syscall.EAGAIN:
+		case err == syscall.EINTR:
 			continue
-		case err == syscall.EINVAL || err == syscall.ENOSYS:
+		case err == syscall.EAGAIN || err == syscall.EPIPE || err == syscall.EINVAL || err == syscall.ENOSYS:
 			return sent, nil
 		case err != nil:
 			return sent, &os.PathError{Op: "write", Path: dst.Name(), Err: err}

@@ -148,6 +148,7 @@ type outSpool struct {
 	first  int   // the first chunk not done
 	ready  int64 // bytes [0, ready) are complete
 	closed bool  // no chunk will come: send what is ready and stop
+	abort  bool  // the run failed: stop sending at the next piece
 	err    error // sending failed
 	sent   chan struct{}
 }
@@ -219,49 +220,57 @@ func (o *outSpool) markDone(i int) int64 {
 }
 
 // send copies the complete part of the scratch file to the stream as it
-// grows.
+// grows, a piece at a time, so that close can stop it between pieces.
 func (o *outSpool) send() {
 	defer close(o.sent)
 	buf := fileio.GetBuffer(1 << 20)
 	defer fileio.PutBuffer(buf)
+	sf := o.dst.StreamFile() // nil: not a file sendfile can write to
 	var sent int64
 	for {
 		o.mu.Lock()
 		for o.ready == sent && !o.closed {
 			o.cond.Wait()
 		}
-		ready, closed := o.ready, o.closed
+		ready, closed, abort := o.ready, o.closed, o.abort
 		o.mu.Unlock()
-		if sf := o.dst.StreamFile(); sf != nil && sent < ready {
-			// sendfile: from the page cache into the pipe, no copy here.
-			n, err := sendRange(sf, o.f, sent, ready-sent)
-			sent += n
-			if err != nil {
-				o.mu.Lock()
-				o.err = err
-				o.mu.Unlock()
-				return
-			}
+		if abort {
+			return
 		}
-		for sent < ready {
+		var err error
+		if sent < ready && sf != nil {
+			// sendfile: from the page cache into the pipe, no copy here.
+			want := min(ready-sent, sendPiece)
+			var n int64
+			n, err = sendRange(sf, o.f, sent, want)
+			sent += n
+			if err == nil && n < want {
+				sf = nil // the kernel cannot send there: copy from now on
+			}
+		} else if sent < ready {
 			n := int(min(int64(len(buf)), ready-sent))
-			_, err := o.f.ReadAt(buf[:n], sent)
-			if err == nil {
+			if _, err = o.f.ReadAt(buf[:n], sent); err == nil {
 				_, err = o.dst.Write(buf[:n])
 			}
-			if err != nil {
-				o.mu.Lock()
-				o.err = err
-				o.mu.Unlock()
-				return
+			if err == nil {
+				sent += int64(n)
 			}
-			sent += int64(n)
+		}
+		if err != nil {
+			o.mu.Lock()
+			o.err = err
+			o.mu.Unlock()
+			return
 		}
 		if closed && sent == ready {
 			return
 		}
 	}
 }
+
+// sendPiece: the most one sendfile call is asked to move, so that an
+// abandoned run stops sending soon.
+const sendPiece = 8 << 20
 
 // finish waits until the whole output has been sent.
 func (o *outSpool) finish() error {
@@ -278,20 +287,18 @@ func (o *outSpool) finish() error {
 	return o.err
 }
 
-// close ends the sending (after a failed run, what is complete is sent)
-// and lets the scratch file go.
+// close ends a run: after a failed one the sending stops at the next
+// piece (the output is cut short; the run reports why). It waits for the
+// sender, so that nothing writes to the output once the run has returned,
+// then lets the scratch file go.
 func (o *outSpool) close() {
 	o.mu.Lock()
-	o.closed = true
+	o.closed, o.abort = true, true
 	planned := o.done != nil
 	o.mu.Unlock()
 	o.cond.Broadcast()
-	if !planned {
-		o.f.Close()
-		return
-	}
-	go func() {
+	if planned {
 		<-o.sent
-		o.f.Close()
-	}()
+	}
+	o.f.Close()
 }

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -214,8 +213,11 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 	workers := max(1, min(threads, n))
 	inner := max(1, threads/workers)
 	var next atomic.Int64
+	// The first error is the one reported: the others are usually the
+	// same cause met by every worker (a spool whose stream has gone).
 	var failed atomic.Bool
-	errs := make([]error, workers)
+	var firstErr error
+	var errOnce sync.Once
 	worker := func(w int) {
 		src, dst := fileio.GetBuffer(ck.MaxBytes()), fileio.GetBuffer(ck.MaxBytes())
 		defer fileio.PutBuffer(src)
@@ -226,7 +228,7 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 				return
 			}
 			if err := doChunk(ck, i, in, dest, base, src, dst, inner, progress); err != nil {
-				errs[w] = err
+				errOnce.Do(func() { firstErr = err })
 				failed.Store(true)
 				return
 			}
@@ -246,8 +248,8 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 		}
 		wg.Wait()
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
+	if firstErr != nil {
+		return firstErr
 	}
 	if so != nil {
 		if err := so.finish(); err != nil {
