@@ -21,7 +21,10 @@ import (
 // member's data is a slice of the (mapped) archive, checked against its
 // CRC-32. A deflated member is decompressed into memory after its npy
 // header has said how big it is, and that size has been checked against
-// what deflate can produce from the member's compressed bytes.
+// what deflate can produce from the member's compressed bytes; or, read
+// with ReadNpzDeferred, left compressed until its job inflates it
+// (Inflate), so that an archive of any size is worked on a member at a
+// time in bounded memory.
 
 const zipMagic = "PK\x03\x04"
 
@@ -37,7 +40,14 @@ type NpzMember struct {
 	Npy        Npy
 	Data       []byte // the element data, as the npy header describes it
 	Compressed bool   // the member was deflated
+	// deferred is the zip entry of a deflated member read by
+	// ReadNpzDeferred: its header is checked, its data not yet inflated
+	// (Data is nil).
+	deferred *zip.File
 }
+
+// Deferred says the member's data are still compressed: Inflate gives them.
+func (m *NpzMember) Deferred() bool { return m.deferred != nil }
 
 // NpzError is a malformed or unsupported npz archive.
 type NpzError struct {
@@ -58,7 +68,22 @@ func ReadNpz(b []byte) ([]NpzMember, error) { return ReadNpzThreads(b, 1) }
 // ReadNpzThreads is ReadNpz inflating up to threads deflated members at
 // once (inflating is most of the time a compressed archive takes).
 func ReadNpzThreads(b []byte, threads int) ([]NpzMember, error) {
-	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	return readNpz(b, nil, threads, false)
+}
+
+// ReadNpzDeferred is ReadNpz leaving deflated members compressed: their
+// npy headers are read and checked against the archive, their data are
+// inflated by the caller, member by member (NpzMember.Inflate). The
+// archive's structure and compressed bytes are read from f, the same
+// bytes as b (an open file: positioned reads leave no pages mapped in
+// this process, whatever the archive's size), or from b when f is nil.
+func ReadNpzDeferred(b []byte, f io.ReaderAt) ([]NpzMember, error) { return readNpz(b, f, 1, true) }
+
+func readNpz(b []byte, f io.ReaderAt, threads int, deferData bool) ([]NpzMember, error) {
+	if f == nil {
+		f = bytes.NewReader(b)
+	}
+	zr, err := zip.NewReader(f, int64(len(b)))
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
 		// Names are never used as paths here, so "insecure" ones are fine.
 		return nil, &NpzError{Msg: "not a valid zip archive: " + strings.TrimPrefix(err.Error(), "zip: ")}
@@ -89,7 +114,7 @@ func ReadNpzThreads(b []byte, threads int) ([]NpzMember, error) {
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
-				out[i], errs[i] = readMember(b, files[i])
+				out[i], errs[i] = readMember(b, files[i], deferData)
 			}
 		}()
 	}
@@ -104,7 +129,7 @@ func ReadNpzThreads(b []byte, threads int) ([]NpzMember, error) {
 	return out, nil
 }
 
-func readMember(b []byte, f *zip.File) (NpzMember, error) {
+func readMember(b []byte, f *zip.File, deferData bool) (NpzMember, error) {
 	if f.Flags&0x1 != 0 {
 		return NpzMember{}, errors.New("is encrypted")
 	}
@@ -133,41 +158,124 @@ func readMember(b []byte, f *zip.File) (NpzMember, error) {
 		}
 		return NpzMember{Npy: npy, Data: body[npy.DataOffset:]}, nil
 	case zip.Deflate:
-		r, err := f.Open()
+		r, npy, err := openDeflated(f)
 		if err != nil {
 			return NpzMember{}, err
 		}
 		defer r.Close()
-		npy, err := ReadNpy(r)
-		if err != nil {
+		if deferData {
+			return NpzMember{Npy: npy, Compressed: true, deferred: f}, nil
+		}
+		data := make([]byte, npy.DataBytes())
+		if err := inflateInto(r, data); err != nil {
 			return NpzMember{}, err
-		}
-		size := npy.DataBytes()
-		limit := int64(f.CompressedSize64)*maxDeflateRatio + 1<<10
-		if f.CompressedSize64 > 1<<50 || size > limit {
-			return NpzMember{}, fmt.Errorf("the header describes %d data bytes (shape %s, %s), more than its %d compressed bytes can hold", size, ShapeString(npy.Shape), npy.DType, f.CompressedSize64)
-		}
-		if uint64(npy.DataOffset)+uint64(size) != f.UncompressedSize64 {
-			return NpzMember{}, fmt.Errorf("its npy header and data need %d bytes but the archive says the member has %d", uint64(npy.DataOffset)+uint64(size), f.UncompressedSize64)
-		}
-		data := make([]byte, size)
-		if n, err := io.ReadFull(r, data); err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-				return NpzMember{}, fmt.Errorf("truncated: the header describes %d data bytes but the member has %d", size, n)
-			}
-			return NpzMember{}, unzipError(err)
-		}
-		// Reading past the end checks the CRC-32 and refuses extra bytes.
-		var one [1]byte
-		switch n, err := r.Read(one[:]); {
-		case n > 0:
-			return NpzMember{}, fmt.Errorf("bytes beyond the %d data bytes the header describes", size)
-		case err != nil && err != io.EOF:
-			return NpzMember{}, unzipError(err)
 		}
 		return NpzMember{Npy: npy, Data: data, Compressed: true}, nil
 	}
 	return NpzMember{}, fmt.Errorf("uses zip compression method %d; numpy writes stored (0) or deflate (8) members only", f.Method)
+}
+
+// openDeflated opens a deflated member and reads its npy header, whose
+// size it checks against the archive before anything is allocated.
+func openDeflated(f *zip.File) (io.ReadCloser, Npy, error) {
+	r, err := f.Open()
+	if err != nil {
+		return nil, Npy{}, err
+	}
+	npy, err := ReadNpy(r)
+	if err != nil {
+		r.Close()
+		return nil, Npy{}, err
+	}
+	size := npy.DataBytes()
+	limit := int64(f.CompressedSize64)*maxDeflateRatio + 1<<10
+	if f.CompressedSize64 > 1<<50 || size > limit {
+		r.Close()
+		return nil, Npy{}, fmt.Errorf("the header describes %d data bytes (shape %s, %s), more than its %d compressed bytes can hold", size, ShapeString(npy.Shape), npy.DType, f.CompressedSize64)
+	}
+	if uint64(npy.DataOffset)+uint64(size) != f.UncompressedSize64 {
+		r.Close()
+		return nil, Npy{}, fmt.Errorf("its npy header and data need %d bytes but the archive says the member has %d", uint64(npy.DataOffset)+uint64(size), f.UncompressedSize64)
+	}
+	return r, npy, nil
+}
+
+// inflateInto reads a deflated member's data (after its npy header) into
+// data, which has the size the header gives, then checks the end.
+func inflateInto(r io.Reader, data []byte) error {
+	if n, err := io.ReadFull(r, data); err != nil {
+		return inflateErr(err, int64(len(data)), int64(n))
+	}
+	return inflateEnd(r, int64(len(data)))
+}
+
+// inflateTo is inflateInto writing the size data bytes to w a piece at a
+// time.
+func inflateTo(r io.Reader, size int64, w io.Writer) error {
+	buf := make([]byte, min(size, 256<<10))
+	for done := int64(0); done < size; {
+		n, err := io.ReadFull(r, buf[:min(int64(len(buf)), size-done)])
+		if err != nil {
+			return inflateErr(err, size, done+int64(n))
+		}
+		if _, err := w.Write(buf[:n]); err != nil {
+			return err
+		}
+		done += int64(n)
+	}
+	return inflateEnd(r, size)
+}
+
+func inflateErr(err error, size, got int64) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return fmt.Errorf("truncated: the header describes %d data bytes but the member has %d", size, got)
+	}
+	return unzipError(err)
+}
+
+// inflateEnd reads past the data's end, which checks the CRC-32 and
+// refuses extra bytes.
+func inflateEnd(r io.Reader, size int64) error {
+	var one [1]byte
+	switch n, err := r.Read(one[:]); {
+	case n > 0:
+		return fmt.Errorf("bytes beyond the %d data bytes the header describes", size)
+	case err != nil && err != io.EOF:
+		return unzipError(err)
+	}
+	return nil
+}
+
+// Inflate writes the data bytes of a deferred member to w, checking
+// their length and CRC-32 (a member that is not deferred writes Data).
+func (m *NpzMember) Inflate(w io.Writer) error {
+	if m.deferred == nil {
+		_, err := w.Write(m.Data)
+		return err
+	}
+	r, npy, err := openDeflated(m.deferred)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return inflateTo(r, npy.DataBytes(), w)
+}
+
+// InflateData is Inflate into memory.
+func (m *NpzMember) InflateData() ([]byte, error) {
+	if m.deferred == nil {
+		return m.Data, nil
+	}
+	r, npy, err := openDeflated(m.deferred)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	data := make([]byte, npy.DataBytes())
+	if err := inflateInto(r, data); err != nil {
+		return nil, err
+	}
+	return data, nil
 }
 
 func unzipError(err error) error {
@@ -229,33 +337,59 @@ func (n *NpzWriter) Member(key string, h Header) (io.Writer, error) {
 // CRC-32 and size of the uncompressed bytes. Members compressed this way
 // on several goroutines are then added in order with Raw.
 func DeflateNpy(h Header, data []byte, buf *bytes.Buffer) (crc uint32, size uint64, err error) {
+	return DeflateNpyTo(h, bytes.NewReader(data), int64(len(data)), buf)
+}
+
+// DeflateNpyTo is DeflateNpy for data too big to hold: it reads the size
+// data bytes from data and writes the compressed member to dst.
+func DeflateNpyTo(h Header, data io.Reader, size int64, dst io.Writer) (crc uint32, usize uint64, err error) {
 	pre := EncodeNpy(h)
-	fw, err := flate.NewWriter(buf, 6)
+	fw, err := flate.NewWriter(dst, 6)
 	if err != nil {
 		return 0, 0, err
 	}
-	for _, b := range [][]byte{pre, data} {
-		if _, err := fw.Write(b); err != nil {
+	if _, err := fw.Write(pre); err != nil {
+		return 0, 0, err
+	}
+	crc = crc32.Update(0, crc32.IEEETable, pre)
+	buf := make([]byte, min(size, 1<<20))
+	for done := int64(0); done < size; {
+		n, err := io.ReadFull(data, buf[:min(int64(len(buf)), size-done)])
+		if err != nil {
 			return 0, 0, err
 		}
-		crc = crc32.Update(crc, crc32.IEEETable, b)
+		if _, err := fw.Write(buf[:n]); err != nil {
+			return 0, 0, err
+		}
+		crc = crc32.Update(crc, crc32.IEEETable, buf[:n])
+		done += int64(n)
 	}
-	return crc, uint64(len(pre) + len(data)), fw.Close()
+	return crc, uint64(int64(len(pre)) + size), fw.Close()
 }
 
 // Raw adds the member KEY.npy compressed by DeflateNpy.
 func (n *NpzWriter) Raw(key string, compressed []byte, crc uint32, size uint64) error {
+	return n.RawFrom(key, bytes.NewReader(compressed), int64(len(compressed)), crc, size)
+}
+
+// RawFrom adds the member KEY.npy whose compressed bytes (DeflateNpyTo)
+// are the csize bytes of r.
+func (n *NpzWriter) RawFrom(key string, r io.Reader, csize int64, crc uint32, size uint64) error {
 	if n.names[key] {
 		return fmt.Errorf("npz member %q written twice", key)
 	}
 	n.names[key] = true
 	w, err := n.zw.CreateRaw(&zip.FileHeader{Name: key + ".npy", Method: zip.Deflate, CRC32: crc,
-		CompressedSize64: uint64(len(compressed)), UncompressedSize64: size})
+		CompressedSize64: uint64(csize), UncompressedSize64: size})
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(compressed)
-	return err
+	if m, err := io.Copy(w, io.LimitReader(r, csize)); err != nil {
+		return err
+	} else if m != csize {
+		return fmt.Errorf("npz member %q: %d of its %d compressed bytes could be read back", key, m, csize)
+	}
+	return nil
 }
 
 // Close finishes the archive (the central directory).

@@ -85,6 +85,13 @@ func Create(name string, stdout io.Writer) (*Output, error) {
 	return &Output{Name: name, w: f, f: f, tmp: f.Name(), replacing: replacing}, nil
 }
 
+// ScratchOutput is an output onto a scratch file (Scratch) of the run's
+// own, written by position; it is never committed, and closing f is the
+// caller's.
+func ScratchOutput(f *os.File) *Output {
+	return &Output{Name: f.Name(), w: f, f: f, done: true}
+}
+
 // isDescriptorPath says whether name leads to an open file descriptor
 // (/dev/stdout, /dev/fd/N, /proc/self/fd/N): when standard output is
 // redirected to a file these resolve to a regular file, but they are not a

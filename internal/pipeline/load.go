@@ -51,6 +51,11 @@ type Source struct {
 	Stream bool
 	// Threads inflates that many deflated npz members at once (0: one).
 	Threads int
+	// Deferred leaves deflated npz members compressed until their job
+	// needs them (Tensor.inflate), one member at a time: the transform
+	// commands set it, so that an archive of any size is worked on in
+	// bounded memory.
+	Deferred bool
 }
 
 // Tensor is a decoded input: its header and its element bytes, which for a
@@ -79,6 +84,56 @@ type Tensor struct {
 	// the one mapping they all point into.
 	members []*Tensor
 	shared  *sharedInput
+	// deferred is a deflated npz member not yet inflated (Source.Deferred):
+	// Data is nil until inflate, or the data are read from scratch, a file
+	// of the run's own they were inflated into (inflateScratch).
+	deferred *format.NpzMember
+	scratch  *os.File
+}
+
+// inflate brings a deferred member's data into memory.
+func (t *Tensor) inflate() error {
+	if t.deferred == nil || t.Data != nil {
+		return nil
+	}
+	data, err := t.deferred.InflateData()
+	if err != nil {
+		return t.inflateErr(err)
+	}
+	t.Data = data
+	return nil
+}
+
+// inflateScratch inflates a deferred member into a scratch file, read
+// from there by position like a file input (memory: buffers only).
+func (t *Tensor) inflateScratch() error {
+	f, err := fileio.Scratch()
+	if err != nil {
+		return fmt.Errorf("cannot make a scratch file to inflate npz member %q into: %w", t.Name, err)
+	}
+	if err := t.deferred.Inflate(f); err != nil {
+		f.Close()
+		return t.inflateErr(err)
+	}
+	t.scratch = f
+	return nil
+}
+
+// inflateErr says which input and member could not be inflated.
+func (t *Tensor) inflateErr(err error) error {
+	return pathErr(t.input.Name, memberErr(t, err))
+}
+
+// release lets a deferred member's inflated data go once its job is done.
+func (t *Tensor) release() {
+	if t.deferred == nil {
+		return
+	}
+	t.Data = nil
+	if t.scratch != nil {
+		t.scratch.Close()
+		t.scratch = nil
+	}
 }
 
 // sharedInput is an input whose bytes several tensors (npz members) use:
@@ -91,6 +146,9 @@ type sharedInput struct {
 // file is the input's open file and the offset of its element data, for
 // positioned reads; nil when the input is not a regular file.
 func (t *Tensor) file() (*os.File, int64) {
+	if t.scratch != nil {
+		return t.scratch, 0
+	}
 	// Only npy, raw and safetensors data are bytes of the file; JSON is
 	// decoded.
 	// A small file was read whole: its bytes are used where they are,
@@ -109,6 +167,7 @@ func (t *Tensor) file() (*os.File, int64) {
 // Close releases the input's mapping (for an npz member, once every
 // member of the archive is closed).
 func (t *Tensor) Close() {
+	t.release()
 	if t.shared != nil {
 		if t.shared.refs.Add(-1) == 0 {
 			t.shared.in.Close()
@@ -259,7 +318,7 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 		}
 		t.Header, t.Data = h, in.Data
 	case format.KindNpz:
-		return decodeNpz(in, want, shape, src.Threads)
+		return decodeNpz(in, want, shape, src.Threads, src.Deferred)
 	case format.KindSafetensors:
 		return decodeSafetensors(in, want, shape)
 	case format.KindTar:
@@ -380,8 +439,18 @@ func (errStdinBuffered) Error() string { return "internal: stdin buffered" }
 
 // decodeNpz reads every member of an npz archive. The members share the
 // input: a stored member's data is a slice of its mapping.
-func decodeNpz(in *fileio.Input, want *format.DType, shape []int, threads int) (*Tensor, error) {
-	ms, err := format.ReadNpzThreads(in.Data, threads)
+func decodeNpz(in *fileio.Input, want *format.DType, shape []int, threads int, deferred bool) (*Tensor, error) {
+	read := func(b []byte) ([]format.NpzMember, error) { return format.ReadNpzThreads(b, threads) }
+	if deferred {
+		read = func(b []byte) ([]format.NpzMember, error) {
+			var f io.ReaderAt
+			if in.File != nil {
+				f = io.NewSectionReader(in.File, in.Base, int64(len(b)))
+			}
+			return format.ReadNpzDeferred(b, f)
+		}
+	}
+	ms, err := read(in.Data)
 	if err != nil {
 		return nil, err
 	}
@@ -390,7 +459,8 @@ func decodeNpz(in *fileio.Input, want *format.DType, shape []int, threads int) (
 	}
 	sh := &sharedInput{in: in}
 	container := &Tensor{Kind: format.KindNpz}
-	for _, m := range ms {
+	for i := range ms {
+		m := &ms[i]
 		npy := m.Npy
 		if want != nil {
 			dt, err := want.Reinterpret(npy.DType)
@@ -402,10 +472,14 @@ func decodeNpz(in *fileio.Input, want *format.DType, shape []int, threads int) (
 		if shape != nil && format.ShapeString(shape) != format.ShapeString(npy.Shape) {
 			return nil, fmt.Errorf("npz member %q: --shape %s does not match its shape %s", m.Name, format.ShapeString(shape), format.ShapeString(npy.Shape))
 		}
-		container.members = append(container.members, &Tensor{
+		t := &Tensor{
 			Header: npy.Header, Kind: format.KindNpz, Data: m.Data, Npy: &npy,
 			Name: m.Name, Compressed: m.Compressed, input: in, shared: sh,
-		})
+		}
+		if m.Deferred() {
+			t.deferred = m
+		}
+		container.members = append(container.members, t)
 	}
 	sh.refs.Store(int32(len(container.members)))
 	return container, nil

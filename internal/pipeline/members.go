@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/depthspace/depthspace/internal/format"
@@ -80,8 +82,12 @@ type MemberJob struct {
 	Producer   Producer
 	Compressed bool // the source array was deflated
 	// Load, when set, is called before Producer (a streamed input is read
-	// whole here: members are written one after the other).
+	// whole here, a deferred npz member inflated: members are written one
+	// after the other). Stream does not need it.
 	Load func() error
+	// Release, when set, lets what Load brought in go once the member is
+	// written.
+	Release func()
 	// Result describes the job for the caller.
 	Result *Result
 	// Metadata is the source's safetensors __metadata__ (the first job's
@@ -94,7 +100,7 @@ type MemberJob struct {
 	// output chunk by chunk from several workers, as a single npy is
 	// (stream.go): a safetensors output, whose layout is known up front,
 	// takes it.
-	Stream func(out *fileio.Output, base int64) error
+	Stream func(out *fileio.Output, base int64, threads int) error
 }
 
 func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan) []MemberJob {
@@ -112,9 +118,21 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan) []MemberJob {
 				DType: t.DType.Name(), Bytes: int64(p.Bytes()), Name: name},
 		}
 		if p.Streams() && t.Stream == nil {
-			jobs[i].Stream = func(out *fileio.Output, base int64) error {
-				return streamRun(p, t, out, base, opts.Threads, opts.ChunkBytes, opts.Progress)
+			jobs[i].Stream = func(out *fileio.Output, base int64, threads int) error {
+				if t.deferred != nil {
+					// Inflated into a scratch file and read from there
+					// chunk by chunk: memory holds buffers, not the member.
+					if err := t.inflateScratch(); err != nil {
+						return err
+					}
+					defer t.release()
+				}
+				return streamRun(p, t, out, base, threads, opts.ChunkBytes, opts.Progress)
 			}
+		}
+		if t.deferred != nil {
+			jobs[i].Load = t.inflate
+			jobs[i].Release = t.release
 		}
 		if t.Stream != nil {
 			jobs[i].Load = func() error {
@@ -208,7 +226,10 @@ func StoreMembers(path string, kind format.Kind, stdout io.Writer, limit int, jo
 			return fail(err)
 		}
 		if err := produceTo(w, j.Header.DataBytes(), limit, j.Producer); err != nil {
-			return fail(fmt.Errorf("%s member %q: %w", kind, j.Name, err))
+			return fail(inMember(kind, j.Name, err))
+		}
+		if j.Release != nil {
+			j.Release()
 		}
 		if j.Result != nil {
 			res.Members = append(res.Members, j.Result)
@@ -231,28 +252,38 @@ func StoreMembers(path string, kind format.Kind, stdout io.Writer, limit int, jo
 	return res, nil
 }
 
-// storeDeflated adds jobs to nw in order, each member produced whole and
-// deflated on one of up to -j goroutines; at most -j members (and their
-// compressed bytes) are in memory at once.
+// storeDeflated adds jobs to nw in order, each member deflated on one of
+// up to -j goroutines. A member whose plan runs in chunks (Stream) goes
+// through two scratch files of the run's own — its data, computed chunk
+// by chunk, then those data deflated — so that memory holds buffers
+// whatever the member's size; the others are produced whole in memory.
+// At most -j members are done and not yet written at once.
 func storeDeflated(nw *format.NpzWriter, jobs []MemberJob) (*Result, error) {
 	threads := 1
 	for _, j := range jobs {
 		threads = max(threads, j.Threads)
 	}
-	type done struct {
-		buf  bytes.Buffer
-		crc  uint32
-		size uint64
-		err  error
-	}
-	results := make([]chan *done, len(jobs))
+	results := make([]chan *deflated, len(jobs))
 	for i := range results {
-		results[i] = make(chan *done, 1)
+		results[i] = make(chan *deflated, 1)
 	}
 	var next atomic.Int64
-	slots := make(chan struct{}, threads) // members produced but not yet written
+	slots := make(chan struct{}, threads) // members done but not yet written
 	stop := make(chan struct{})
-	defer close(stop)
+	var wg sync.WaitGroup
+	defer func() {
+		// After a failure: the workers finish the member in hand, and
+		// the scratch files of members not written are closed.
+		close(stop)
+		wg.Wait()
+		for i := range results {
+			select {
+			case d := <-results[i]:
+				d.close()
+			default:
+			}
+		}
+	}()
 	work := func() {
 		for {
 			select {
@@ -266,33 +297,34 @@ func storeDeflated(nw *format.NpzWriter, jobs []MemberJob) (*Result, error) {
 				return
 			}
 			j := jobs[i]
-			d := &done{}
-			if j.Load != nil {
-				d.err = j.Load()
-			}
-			if d.err == nil {
-				data := make([]byte, j.Header.DataBytes())
-				if d.err = j.Producer.Run(data, 0, j.Producer.Items); d.err == nil {
-					d.crc, d.size, d.err = format.DeflateNpy(j.Header, data, &d.buf)
-				}
+			d := &deflated{}
+			if j.Stream != nil {
+				d.err = deflateStreamed(j, d)
+			} else {
+				d.err = deflateWhole(j, d)
 			}
 			if d.err != nil {
-				d.err = fmt.Errorf("npz member %q: %w", j.Name, d.err)
+				d.err = inMember(format.KindNpz, j.Name, d.err)
 			}
 			results[i] <- d
 		}
 	}
 	for range min(threads, len(jobs)) {
-		go work()
+		wg.Add(1)
+		go func() { defer wg.Done(); work() }()
 	}
 	res := &Result{}
 	for i, j := range jobs {
 		d := <-results[i]
 		<-slots
-		if d.err != nil {
-			return nil, d.err
+		err := d.err
+		if err == nil && d.z != nil {
+			err = nw.RawFrom(j.Name, io.NewSectionReader(d.z, 0, d.csize), d.csize, d.crc, d.size)
+		} else if err == nil {
+			err = nw.Raw(j.Name, d.buf.Bytes(), d.crc, d.size)
 		}
-		if err := nw.Raw(j.Name, d.buf.Bytes(), d.crc, d.size); err != nil {
+		d.close()
+		if err != nil {
 			return nil, err
 		}
 		if j.Result != nil {
@@ -305,6 +337,78 @@ func storeDeflated(nw *format.NpzWriter, jobs []MemberJob) (*Result, error) {
 		res.Input, res.InShape, res.OutShape, res.DType = first.Input, first.InShape, first.OutShape, first.DType
 	}
 	return res, nil
+}
+
+// deflated is one member compressed: in buf, or the csize bytes of the
+// scratch file z.
+type deflated struct {
+	buf   bytes.Buffer
+	z     *os.File
+	csize int64
+	crc   uint32
+	size  uint64
+	err   error
+}
+
+func (d *deflated) close() {
+	if d.z != nil {
+		d.z.Close()
+		d.z = nil
+	}
+}
+
+// deflateWhole produces the member whole in memory and deflates it.
+func deflateWhole(j MemberJob, d *deflated) error {
+	if j.Load != nil {
+		if err := j.Load(); err != nil {
+			return err
+		}
+	}
+	if j.Release != nil {
+		defer j.Release()
+	}
+	data := make([]byte, j.Header.DataBytes())
+	if err := j.Producer.Run(data, 0, j.Producer.Items); err != nil {
+		return err
+	}
+	var err error
+	d.crc, d.size, err = format.DeflateNpy(j.Header, data, &d.buf)
+	return err
+}
+
+// deflateStreamed computes the member chunk by chunk into a scratch file,
+// then deflates that into another, which the caller adds to the archive.
+func deflateStreamed(j MemberJob, d *deflated) error {
+	size := j.Header.DataBytes()
+	data, err := fileio.Scratch()
+	if err != nil {
+		return fmt.Errorf("cannot make a scratch file for the member: %w", err)
+	}
+	defer data.Close()
+	// One thread: the other cores deflate other members.
+	if err := j.Stream(fileio.ScratchOutput(data), 0, 1); err != nil {
+		return err
+	}
+	z, err := fileio.Scratch()
+	if err != nil {
+		return fmt.Errorf("cannot make a scratch file for the member: %w", err)
+	}
+	bw := bufio.NewWriterSize(z, 256<<10)
+	d.crc, d.size, err = format.DeflateNpyTo(j.Header, io.NewSectionReader(data, 0, size), size, bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		z.Close()
+		return err
+	}
+	fi, err := z.Stat()
+	if err != nil {
+		z.Close()
+		return err
+	}
+	d.z, d.csize = z, fi.Size()
+	return nil
 }
 
 // produceTo writes the size bytes p produces to w, in batches of items
@@ -402,19 +506,22 @@ func storeSafetensorsFile(out *fileio.Output, path string, limit int, jobs []Mem
 	res := &Result{Output: path}
 	off := int64(len(pre))
 	for _, j := range jobs {
-		if j.Load != nil {
+		if j.Load != nil && j.Stream == nil {
 			if err := j.Load(); err != nil {
 				return fail(err)
 			}
 		}
 		var err error
 		if j.Stream != nil {
-			err = j.Stream(out, off)
+			err = j.Stream(out, off, j.Threads)
 		} else {
 			err = produceTo(&offsetWriter{out: out, off: off}, j.Header.DataBytes(), limit, j.Producer)
 		}
+		if j.Release != nil {
+			j.Release()
+		}
 		if err != nil {
-			return fail(fmt.Errorf("safetensors member %q: %w", j.Name, err))
+			return fail(inMember(format.KindSafetensors, j.Name, err))
 		}
 		off += j.Header.DataBytes()
 		if j.Result != nil {

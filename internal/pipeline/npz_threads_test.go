@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
@@ -18,12 +19,40 @@ import (
 // member is the operator's result.
 func TestDeflatedNpzThreads(t *testing.T) {
 	dir := t.TempDir()
+	in, names, want := deflatedNpz(t, dir, 7)
+	var first []byte
+	for _, threads := range []int{1, 3} {
+		outPath := filepath.Join(dir, fmt.Sprintf("out%d.npz", threads))
+		if _, err := Transform(Options{Request: ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}, Source: Source{Path: in}, Output: outPath, Threads: threads}); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(outPath)
+		if first == nil {
+			first = got
+		} else if !bytes.Equal(first, got) {
+			t.Errorf("-j %d wrote another archive than -j 1", threads)
+		}
+		ms, err := format.ReadNpz(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range ms {
+			if m.Name != names[i] || !m.Compressed || !bytes.Equal(m.Data, want[m.Name]) {
+				t.Errorf("-j %d member %d (%s): compressed %v, content wrong: %v", threads, i, m.Name, m.Compressed, !bytes.Equal(m.Data, want[m.Name]))
+			}
+		}
+	}
+}
+
+// deflatedNpz writes an archive of n deflated float32 members, and gives
+// their names and what s2d with block 2 makes of each.
+func deflatedNpz(t *testing.T, dir string, n int) (path string, names []string, want map[string][]byte) {
+	t.Helper()
 	rng := rand.New(rand.NewSource(9))
 	var b bytes.Buffer
 	nw := format.NewNpzWriter(&b, true)
-	want := map[string][]byte{}
-	var names []string
-	for i := 0; i < 7; i++ {
+	want = map[string][]byte{}
+	for i := 0; i < n; i++ {
 		shape := []int{1, 2 + i%3, 8, 16}
 		h := format.Header{DType: format.DType{Kind: 'f', Size: 4, Order: '<'}, Shape: shape}
 		data := make([]byte, h.DataBytes())
@@ -49,30 +78,84 @@ func TestDeflatedNpzThreads(t *testing.T) {
 	if err := nw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	in := filepath.Join(dir, "in.npz")
-	if err := os.WriteFile(in, b.Bytes(), 0o644); err != nil {
+	path = filepath.Join(dir, "in.npz")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var first []byte
-	for _, threads := range []int{1, 3} {
-		outPath := filepath.Join(dir, fmt.Sprintf("out%d.npz", threads))
-		if _, err := Transform(Options{Request: ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}, Source: Source{Path: in}, Output: outPath, Threads: threads}); err != nil {
-			t.Fatal(err)
+	return path, names, want
+}
+
+// Deflated members are inflated only when their job comes (one at a
+// time, through scratch files): a safetensors output from them holds the
+// right tensors, and a corrupt last member is found after the first
+// members were worked on, yet leaves no output and names the input and
+// the member, whatever the output.
+func TestDeflatedNpzDeferred(t *testing.T) {
+	dir := t.TempDir()
+	in, names, want := deflatedNpz(t, dir, 4)
+	s2d := ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}
+	st := filepath.Join(dir, "out.safetensors")
+	if _, err := Transform(Options{Request: s2d, Source: Source{Path: in}, Output: st, Threads: 2}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(st)
+	got, err := format.ReadSafetensors(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range got.Members {
+		if m.Name != names[i] || !bytes.Equal(m.Data, want[m.Name]) {
+			t.Errorf("safetensors tensor %d (%s) is not the s2d of npz member %s", i, m.Name, names[i])
 		}
-		got, _ := os.ReadFile(outPath)
-		if first == nil {
-			first = got
-		} else if !bytes.Equal(first, got) {
-			t.Errorf("-j %d wrote another archive than -j 1", threads)
+	}
+
+	// Corrupt the end of the last member's compressed bytes (the central
+	// directory follows them): its npy header still reads, its data not.
+	arch, _ := os.ReadFile(in)
+	cd := bytes.Index(arch, []byte("PK\x01\x02"))
+	for k := cd - 12; k < cd-4; k++ {
+		arch[k] ^= 0x55
+	}
+	if _, err := format.ReadNpzDeferred(arch, nil); err != nil {
+		t.Fatalf("the corruption reached a header: %v", err)
+	}
+	bad := filepath.Join(dir, "bad.npz")
+	if err := os.WriteFile(bad, arch, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		output  string
+		members []string
+		threads int
+	}{
+		{"bad_out.npz", nil, 1},
+		{"bad_out.npz", nil, 2},
+		{"bad_out.safetensors", nil, 2},
+		{"bad_out.npy", []string{names[len(names)-1]}, 2},
+		{"-", nil, 2},
+	} {
+		var stdout bytes.Buffer
+		out := tc.output
+		if out != "-" {
+			out = filepath.Join(dir, out)
 		}
-		ms, err := format.ReadNpz(got)
-		if err != nil {
-			t.Fatal(err)
+		var to format.Kind
+		if out == "-" {
+			to = format.KindNpz
 		}
-		for i, m := range ms {
-			if m.Name != names[i] || !m.Compressed || !bytes.Equal(m.Data, want[m.Name]) {
-				t.Errorf("-j %d member %d (%s): compressed %v, content wrong: %v", threads, i, m.Name, m.Compressed, !bytes.Equal(m.Data, want[m.Name]))
+		_, err := Transform(Options{Request: s2d, Source: Source{Path: bad}, Output: out, To: to, Members: tc.members, Threads: tc.threads, Stdout: &stdout})
+		wantMsg := bad + `: npz member "` + names[len(names)-1] + `": `
+		if err == nil || !strings.HasPrefix(err.Error(), wantMsg) {
+			t.Errorf("%s -j %d: error %v, want one starting %q", tc.output, tc.threads, err, wantMsg)
+		}
+		if tc.output != "-" {
+			if _, serr := os.Stat(out); serr == nil {
+				t.Errorf("%s: an output was left", tc.output)
 			}
 		}
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, ".*tmp"))
+	if len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
 	}
 }

@@ -79,6 +79,7 @@ func Transform(opts Options) (*Result, error) {
 	if src.Threads == 0 {
 		src.Threads = opts.Threads
 	}
+	src.Deferred = true
 	ts, err := LoadAll(src)
 	if err != nil {
 		return nil, err
@@ -130,6 +131,9 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 	}
 	if n := plan.CropNote(); n != "" && opts.Note != nil {
 		opts.Note(displayInput(opts.Path) + ": " + n)
+	}
+	if err := t.inflate(); err != nil {
+		return nil, pathErr(opts.Path, err)
 	}
 	out := format.Header{DType: t.DType, Shape: plan.Out}
 	if f := format.Lookup(to); f != nil && f.Preamble != nil && plan.Streams() {
@@ -396,9 +400,25 @@ func preambleFor(kind format.Kind, h format.Header, name string) ([]byte, error)
 // memberErr names the npz member an error is about.
 func memberErr(t *Tensor, err error) error {
 	if format.IsContainer(t.Kind) && t.Name != "" {
-		return fmt.Errorf("%s member %q: %w", t.Kind, t.Name, err)
+		return &memberError{fmt.Errorf("%s member %q: %w", t.Kind, t.Name, err)}
 	}
 	return err
+}
+
+// memberError is an error that names the member it is about.
+type memberError struct{ err error }
+
+func (e *memberError) Error() string { return e.err.Error() }
+func (e *memberError) Unwrap() error { return e.err }
+
+// inMember names the output member an error is about, unless it already
+// names one (an input member that could not be inflated).
+func inMember(kind format.Kind, name string, err error) error {
+	var me *memberError
+	if errors.As(err, &me) {
+		return err
+	}
+	return fmt.Errorf("%s member %q: %w", kind, name, err)
 }
 
 func displayInput(path string) string {
