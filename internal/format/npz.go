@@ -40,6 +40,8 @@ type NpzMember struct {
 	Npy        Npy
 	Data       []byte // the element data, as the npy header describes it
 	Compressed bool   // the member was deflated
+	// Offset is where a stored member's npy bytes start in the archive.
+	Offset int64
 	// deferred is the zip entry of a deflated member read by
 	// ReadNpzDeferred: its header is checked, its data not yet inflated
 	// (Data is nil).
@@ -114,7 +116,7 @@ func readNpz(b []byte, f io.ReaderAt, threads int, deferData bool) ([]NpzMember,
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
-				out[i], errs[i] = readMember(b, files[i], deferData)
+				out[i], errs[i] = readMember(b, files[i], deferData, f)
 			}
 		}()
 	}
@@ -129,7 +131,7 @@ func readNpz(b []byte, f io.ReaderAt, threads int, deferData bool) ([]NpzMember,
 	return out, nil
 }
 
-func readMember(b []byte, f *zip.File, deferData bool) (NpzMember, error) {
+func readMember(b []byte, f *zip.File, deferData bool, ra io.ReaderAt) (NpzMember, error) {
 	if f.Flags&0x1 != 0 {
 		return NpzMember{}, errors.New("is encrypted")
 	}
@@ -146,7 +148,17 @@ func readMember(b []byte, f *zip.File, deferData bool) (NpzMember, error) {
 			return NpzMember{}, fmt.Errorf("its %d bytes run past the end of the archive", f.CompressedSize64)
 		}
 		body := b[off : off+int64(f.CompressedSize64)]
-		if crc32.ChecksumIEEE(body) != f.CRC32 {
+		crc := uint32(0)
+		if deferData {
+			// Read with pread, not through the mapping: its pages would
+			// stay in this process's memory.
+			if crc, err = CRC32At(ra, off, int64(len(body))); err != nil {
+				return NpzMember{}, err
+			}
+		} else {
+			crc = crc32.ChecksumIEEE(body)
+		}
+		if crc != f.CRC32 {
 			return NpzMember{}, errors.New("CRC-32 mismatch: the archive is corrupt")
 		}
 		npy, err := ParseNpy(body)
@@ -156,7 +168,7 @@ func readMember(b []byte, f *zip.File, deferData bool) (NpzMember, error) {
 		if err := exactData(npy, int64(len(body))-npy.DataOffset); err != nil {
 			return NpzMember{}, err
 		}
-		return NpzMember{Npy: npy, Data: body[npy.DataOffset:]}, nil
+		return NpzMember{Npy: npy, Data: body[npy.DataOffset:], Offset: off}, nil
 	case zip.Deflate:
 		r, npy, err := openDeflated(f)
 		if err != nil {
@@ -173,6 +185,22 @@ func readMember(b []byte, f *zip.File, deferData bool) (NpzMember, error) {
 		return NpzMember{Npy: npy, Data: data, Compressed: true}, nil
 	}
 	return NpzMember{}, fmt.Errorf("uses zip compression method %d; numpy writes stored (0) or deflate (8) members only", f.Method)
+}
+
+// CRC32At is the CRC-32 of the n bytes of r from off, read a piece at a
+// time.
+func CRC32At(r io.ReaderAt, off, n int64) (uint32, error) {
+	buf := make([]byte, min(n, 1<<20))
+	crc := uint32(0)
+	for done := int64(0); done < n; {
+		m, err := r.ReadAt(buf[:min(int64(len(buf)), n-done)], off+done)
+		crc = crc32.Update(crc, crc32.IEEETable, buf[:m])
+		done += int64(m)
+		if err != nil && done < n {
+			return 0, err
+		}
+	}
+	return crc, nil
 }
 
 // openDeflated opens a deflated member and reads its npy header, whose
@@ -302,6 +330,7 @@ type NpzWriter struct {
 	zw       *zip.Writer
 	compress bool
 	names    map[string]bool
+	place    *placeWriter // NewNpzWriterAt
 }
 
 // NewNpzWriter starts an archive on w; compress deflates every member.
@@ -394,6 +423,93 @@ func (n *NpzWriter) RawFrom(key string, r io.Reader, csize int64, crc uint32, si
 
 // Close finishes the archive (the central directory).
 func (n *NpzWriter) Close() error { return n.zw.Close() }
+
+// A stored archive written to a file by position can have its members'
+// bytes put in place by the caller — the kernel's workers writing a
+// member's data where it goes, as for a single npy file — instead of
+// streamed through the zip writer in order. archive/zip still writes
+// every header and the central directory: the bytes already in place are
+// passed through it as a count only (placeWriter.skip), so that its
+// offsets stay its own.
+
+// NewNpzWriterAt starts a stored archive on w, written from offset 0.
+func NewNpzWriterAt(w io.WriterAt) *NpzWriter {
+	pw := &placeWriter{w: w}
+	n := NewNpzWriter(pw, false)
+	n.place = pw
+	return n
+}
+
+// StoredOffset is where the npy bytes (preamble, then data) of the
+// stored member KEY.npy go if it is the next member: after its local
+// header, which is 30 bytes and the name with no extra field.
+func (n *NpzWriter) StoredOffset(key string) (int64, error) {
+	if n.place == nil {
+		return 0, errors.New("internal error: StoredOffset on an archive not written by position")
+	}
+	if err := n.zw.Flush(); err != nil {
+		return 0, err
+	}
+	return n.place.off + 30 + int64(len(key)+len(".npy")), nil
+}
+
+// PlaceStored adds the stored member KEY.npy whose size npy bytes, of
+// CRC-32 crc, the caller has written at StoredOffset(key).
+func (n *NpzWriter) PlaceStored(key string, size int64, crc uint32) error {
+	at, err := n.StoredOffset(key)
+	if err != nil {
+		return err
+	}
+	if n.names[key] {
+		return fmt.Errorf("npz member %q written twice", key)
+	}
+	n.names[key] = true
+	w, err := n.zw.CreateRaw(&zip.FileHeader{Name: key + ".npy", Method: zip.Store, CRC32: crc,
+		CompressedSize64: uint64(size), UncompressedSize64: uint64(size)})
+	if err != nil {
+		return err
+	}
+	if err := n.zw.Flush(); err != nil {
+		return err
+	}
+	if n.place.off != at {
+		return fmt.Errorf("internal error: npz member %q placed at %d, its header ends at %d", key, at, n.place.off)
+	}
+	n.place.skip = true
+	defer func() { n.place.skip = false }()
+	for left := size; left > 0; {
+		m, err := w.Write(placed[:min(left, int64(len(placed)))])
+		if err != nil {
+			return err
+		}
+		left -= int64(m)
+	}
+	// A short last piece sits in the zip writer's buffer: out with it
+	// while skipping.
+	return n.zw.Flush()
+}
+
+// placed stands for bytes already in place (never written).
+var placed [64 << 10]byte
+
+// placeWriter writes at a running offset of w; while skip is set it only
+// counts. The zip writer's buffer is flushed before skipping starts and
+// before it ends, so skipped bytes are never mixed with header bytes.
+type placeWriter struct {
+	w    io.WriterAt
+	off  int64
+	skip bool
+}
+
+func (p *placeWriter) Write(b []byte) (int, error) {
+	if p.skip {
+		p.off += int64(len(b))
+		return len(b), nil
+	}
+	m, err := p.w.WriteAt(b, p.off)
+	p.off += int64(m)
+	return m, err
+}
 
 func init() {
 	register(Format{Kind: KindNpz, Exts: []string{".npz"}, Container: true, SniffOrder: 20,

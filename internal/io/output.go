@@ -106,15 +106,22 @@ func isDescriptorPath(name string) bool {
 		return false
 	}
 	for _, p := range []string{abs, real} {
-		if strings.HasPrefix(p, "/dev/") || strings.HasPrefix(p, "/proc/") {
+		if systemPath(p) {
 			return true
 		}
 	}
 	// The link's own target, before /proc's magic links resolve to the file.
-	if t, err := os.Readlink(name); err == nil && (strings.HasPrefix(t, "/proc/") || strings.HasPrefix(t, "/dev/")) {
+	if t, err := os.Readlink(name); err == nil && systemPath(t) {
 		return true
 	}
 	return false
+}
+
+// systemPath: under /dev or /proc, but not /dev/shm, where tmpfs holds
+// ordinary files (treated as a device, an existing output there was
+// written in place, not replaced atomically).
+func systemPath(p string) bool {
+	return (strings.HasPrefix(p, "/dev/") && !strings.HasPrefix(p, "/dev/shm/")) || strings.HasPrefix(p, "/proc/")
 }
 
 // StreamFile is the open file behind a stream output (standard output a
@@ -158,6 +165,18 @@ func (o *Output) WriteAt(p []byte, off int64) (int, error) {
 		err = unwrapPath(err)
 	}
 	return n, err
+}
+
+// ReadAt reads back what a file output holds at an offset (as WriteAt
+// counts them).
+func (o *Output) ReadAt(p []byte, off int64) (int, error) {
+	if o.f == nil {
+		return 0, errors.New("standard output cannot be read back")
+	}
+	if o.stdout != nil {
+		off += o.stdout.base
+	}
+	return o.f.ReadAt(p, off)
 }
 
 // Reserve sizes a file output and reserves its blocks, so that a full disk

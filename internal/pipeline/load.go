@@ -76,7 +76,8 @@ type Tensor struct {
 	// Metadata is a safetensors file's __metadata__, on each of its
 	// tensors, for an output that keeps it.
 	Metadata [][2]string
-	// dataOff is where a safetensors tensor's data starts in the file.
+	// dataOff is where a safetensors tensor's data, or a stored npz
+	// member's npy, starts in the file.
 	dataOff int64
 	input   *fileio.Input
 	// members are the arrays of an npz archive, while it is being loaded
@@ -153,8 +154,11 @@ func (t *Tensor) file() (*os.File, int64) {
 	// decoded.
 	// A small file was read whole: its bytes are used where they are,
 	// not read again.
+	// A stored npz member is bytes of the file too (dataOff: where its
+	// npy starts); a deflated one only once inflated into scratch.
+	storedNpz := t.Kind == format.KindNpz && !t.Compressed && t.dataOff > 0
 	if t.input == nil || t.input.File == nil || !t.input.Mapped || t.Stream != nil ||
-		(t.Kind != format.KindNpy && t.Kind != format.KindRaw && t.Kind != format.KindSafetensors) {
+		(t.Kind != format.KindNpy && t.Kind != format.KindRaw && t.Kind != format.KindSafetensors && !storedNpz) {
 		return nil, 0
 	}
 	off := t.input.Base + t.dataOff
@@ -478,6 +482,9 @@ func decodeNpz(in *fileio.Input, want *format.DType, shape []int, threads int, d
 		}
 		if m.Deferred() {
 			t.deferred = m
+		}
+		if deferred && !m.Compressed {
+			t.dataOff = m.Offset // read by position (file)
 		}
 		container.members = append(container.members, t)
 	}

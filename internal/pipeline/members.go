@@ -176,6 +176,9 @@ func StoreMembers(path string, kind format.Kind, stdout io.Writer, limit int, jo
 	if kind == format.KindSafetensors && out.IsFile() {
 		return storeSafetensorsFile(out, path, limit, jobs, fail)
 	}
+	if kind == format.KindNpz && !compress && out.IsFile() {
+		return storeStoredFile(out, path, limit, jobs, fail)
+	}
 	bw := bufio.NewWriterSize(out, 1<<16)
 	var zw format.MemberWriter
 	if kind == format.KindSafetensors {
@@ -231,10 +234,7 @@ func StoreMembers(path string, kind format.Kind, stdout io.Writer, limit int, jo
 		if j.Release != nil {
 			j.Release()
 		}
-		if j.Result != nil {
-			res.Members = append(res.Members, j.Result)
-			res.Bytes += j.Result.Bytes
-		}
+		res.add(j.Result)
 	}
 	if err := zw.Close(); err != nil {
 		return fail(err)
@@ -245,10 +245,7 @@ func StoreMembers(path string, kind format.Kind, stdout io.Writer, limit int, jo
 	if err := out.Commit(); err != nil {
 		return nil, pathErr(displayName(path), err)
 	}
-	if len(res.Members) > 0 {
-		first := res.Members[0]
-		res.Input, res.InShape, res.OutShape, res.DType = first.Input, first.InShape, first.OutShape, first.DType
-	}
+	res.describeFirst()
 	return res, nil
 }
 
@@ -327,15 +324,9 @@ func storeDeflated(nw *format.NpzWriter, jobs []MemberJob) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		if j.Result != nil {
-			res.Members = append(res.Members, j.Result)
-			res.Bytes += j.Result.Bytes
-		}
+		res.add(j.Result)
 	}
-	if len(res.Members) > 0 {
-		first := res.Members[0]
-		res.Input, res.InShape, res.OutShape, res.DType = first.Input, first.InShape, first.OutShape, first.DType
-	}
+	res.describeFirst()
 	return res, nil
 }
 
@@ -511,31 +502,93 @@ func storeSafetensorsFile(out *fileio.Output, path string, limit int, jobs []Mem
 				return fail(err)
 			}
 		}
-		var err error
-		if j.Stream != nil {
-			err = j.Stream(out, off, j.Threads)
-		} else {
-			err = produceTo(&offsetWriter{out: out, off: off}, j.Header.DataBytes(), limit, j.Producer)
-		}
-		if j.Release != nil {
-			j.Release()
-		}
-		if err != nil {
+		if err := placeMember(out, off, limit, j); err != nil {
 			return fail(inMember(format.KindSafetensors, j.Name, err))
 		}
 		off += j.Header.DataBytes()
-		if j.Result != nil {
-			res.Members = append(res.Members, j.Result)
-			res.Bytes += j.Result.Bytes
-		}
+		res.add(j.Result)
 	}
 	if err := out.Commit(); err != nil {
 		return nil, pathErr(displayName(path), err)
 	}
-	if len(res.Members) > 0 {
-		first := res.Members[0]
-		res.Input, res.InShape, res.OutShape, res.DType = first.Input, first.InShape, first.OutShape, first.DType
+	res.describeFirst()
+	return res, nil
+}
+
+// add counts a member's result in a container's.
+func (r *Result) add(m *Result) {
+	if m != nil {
+		r.Members = append(r.Members, m)
+		r.Bytes += m.Bytes
 	}
+}
+
+// describeFirst fills the container's fields from its first member.
+func (r *Result) describeFirst() {
+	if len(r.Members) > 0 {
+		first := r.Members[0]
+		r.Input, r.InShape, r.OutShape, r.DType = first.Input, first.InShape, first.OutShape, first.DType
+	}
+}
+
+// placeMember writes a member's data at off of a file output: streamed
+// chunk by chunk by several workers when its plan allows, else produced
+// a batch of items at a time (after its Load).
+func placeMember(out *fileio.Output, off int64, limit int, j MemberJob) error {
+	var err error
+	if j.Stream != nil {
+		err = j.Stream(out, off, j.Threads)
+	} else {
+		err = produceTo(&offsetWriter{out: out, off: off}, j.Header.DataBytes(), limit, j.Producer)
+	}
+	if j.Release != nil {
+		j.Release()
+	}
+	return err
+}
+
+// storeStoredFile writes a stored npz to a file output by position: each
+// member's npy bytes where its local header leaves them, written as a
+// single npy file's are (placeMember), then their CRC-32 read back from
+// the page cache for the header archive/zip writes. Memory holds chunk
+// buffers, whatever the members' sizes.
+func storeStoredFile(out *fileio.Output, path string, limit int, jobs []MemberJob, fail func(error) (*Result, error)) (*Result, error) {
+	nw := format.NewNpzWriterAt(out)
+	res := &Result{Output: path}
+	for _, j := range jobs {
+		if j.Load != nil && j.Stream == nil {
+			if err := j.Load(); err != nil {
+				return fail(err)
+			}
+		}
+		at, err := nw.StoredOffset(j.Name)
+		if err != nil {
+			return fail(err)
+		}
+		pre := format.EncodeNpy(j.Header)
+		size := int64(len(pre)) + j.Header.DataBytes()
+		if _, err := out.WriteAt(pre, at); err != nil {
+			return fail(err)
+		}
+		if err := placeMember(out, at+int64(len(pre)), limit, j); err != nil {
+			return fail(inMember(format.KindNpz, j.Name, err))
+		}
+		crc, err := format.CRC32At(out, at, size)
+		if err != nil {
+			return fail(err)
+		}
+		if err := nw.PlaceStored(j.Name, size, crc); err != nil {
+			return fail(err)
+		}
+		res.add(j.Result)
+	}
+	if err := nw.Close(); err != nil {
+		return fail(err)
+	}
+	if err := out.Commit(); err != nil {
+		return nil, pathErr(displayName(path), err)
+	}
+	res.describeFirst()
 	return res, nil
 }
 
