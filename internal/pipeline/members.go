@@ -254,7 +254,7 @@ func StoreMembers(path string, kind format.Kind, stdout io.Writer, limit int, jo
 // through two scratch files of the run's own — its data, computed chunk
 // by chunk, then those data deflated — so that memory holds buffers
 // whatever the member's size; the others are produced whole in memory.
-// At most -j members are done and not yet written at once.
+// At most 2×-j members are taken and not yet written at once.
 func storeDeflated(nw *format.NpzWriter, jobs []MemberJob) (*Result, error) {
 	threads := 1
 	for _, j := range jobs {
@@ -265,7 +265,11 @@ func storeDeflated(nw *format.NpzWriter, jobs []MemberJob) (*Result, error) {
 		results[i] = make(chan *deflated, 1)
 	}
 	var next atomic.Int64
-	slots := make(chan struct{}, threads) // members done but not yet written
+	// Members taken but not yet written: twice the workers, so that a
+	// worker that finishes ahead of the member the writer waits for goes
+	// on with another (a done member waits in its scratch file, not in
+	// memory).
+	slots := make(chan struct{}, 2*threads)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	defer func() {
