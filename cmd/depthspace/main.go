@@ -42,7 +42,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 			code = exitError
 		}
 	}()
-	root := newRootCmd(&streams{in: stdin, out: stdout, err: stderr})
+	root := newRootCmdFor(&streams{in: stdin, out: stdout, err: stderr}, args)
 	root.SetArgs(args)
 	err := root.Execute()
 	switch {

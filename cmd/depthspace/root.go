@@ -9,7 +9,55 @@ import (
 // extraCommands are commands compiled in by build tags (man.go).
 var extraCommands []func() *cobra.Command
 
+// subcommand is one command of the tree and the names a run calls it by.
+type subcommand struct {
+	names []string
+	build func(*streams) *cobra.Command
+}
+
+// subcommands is the tree below the root, in the order help lists it.
+var subcommands = []subcommand{
+	{[]string{opSpaceToDepth.use, opSpaceToDepth.alias}, func(s *streams) *cobra.Command { return newOpCmd(s, opSpaceToDepth) }},
+	{[]string{opDepthToSpace.use, opDepthToSpace.alias}, func(s *streams) *cobra.Command { return newOpCmd(s, opDepthToSpace) }},
+	{[]string{"info"}, newInfoCmd},
+	{[]string{"convert"}, newConvertCmd},
+	{[]string{"compare"}, newCompareCmd},
+	{[]string{"explain"}, newExplainCmd},
+	{[]string{"reorder"}, newReorderCmd},
+}
+
+// newRootCmd builds the command tree for a run with these arguments:
+// only the command the run names when its first argument names one, the
+// root alone for a bare --version, every command otherwise (help,
+// completion, a mistyped name that wants suggestions). A command and its
+// flags cost some 40–60 page faults to build, a fifth of a short run's
+// start.
+func newRootCmdFor(s *streams, args []string) *cobra.Command {
+	switch {
+	case len(args) == 1 && args[0] == "--version":
+		return newRoot(s, nil)
+	case len(args) > 0:
+		for _, c := range subcommands {
+			for _, n := range c.names {
+				if args[0] == n {
+					return newRoot(s, []subcommand{c})
+				}
+			}
+		}
+	}
+	return newRootCmd(s)
+}
+
+// newRootCmd builds the whole tree.
 func newRootCmd(s *streams) *cobra.Command {
+	root := newRoot(s, subcommands)
+	for _, c := range extraCommands {
+		root.AddCommand(c())
+	}
+	return root
+}
+
+func newRoot(s *streams, subs []subcommand) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "depthspace",
 		Short: "Space-to-depth and depth-to-space on tensor files",
@@ -30,11 +78,8 @@ on .npy, raw and JSON files, byte-exact for every dtype, on every core.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%v (see '%s --help')", err, c.CommandPath())
 	})
-	root.AddCommand(newOpCmd(s, opSpaceToDepth), newOpCmd(s, opDepthToSpace),
-		newInfoCmd(s), newConvertCmd(s), newCompareCmd(s))
-	root.AddCommand(newExplainCmd(s), newReorderCmd(s))
-	for _, c := range extraCommands {
-		root.AddCommand(c())
+	for _, c := range subs {
+		root.AddCommand(c.build(s))
 	}
 	root.CompletionOptions.HiddenDefaultCmd = false
 	return root
