@@ -4,10 +4,13 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/depthspace/depthspace/internal/format"
 )
 
 // run runs depthspace with the given standard input and output files,
@@ -47,7 +50,29 @@ func TestStdioRegularFiles(t *testing.T) {
 	dir := t.TempDir()
 	sparseNpy(t, filepath.Join(dir, "big.npy"), "<f4", []int{2, 3, 512, 512}, 7) // 6 MiB: several chunks
 	denseNpy(t, filepath.Join(dir, "small.npy"), "<u2", []int{1, 2, 6, 4}, 3)
-	for _, c := range []struct{ in, to string }{{"big.npy", "npy"}, {"small.npy", "npy"}, {"small.npy", "json"}, {"small.npy", "raw"}} {
+	// Archives: a stored npz output reads its members back for their
+	// CRC-32, so standard output is reopened readable.
+	for _, compress := range []bool{false, true} {
+		var b bytes.Buffer
+		w := format.NewNpzWriter(&b, compress)
+		for i, name := range []string{"x", "y"} {
+			data := read(t, filepath.Join(dir, []string{"big.npy", "small.npy"}[i]))
+			npy, err := format.ParseNpy(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mw, err := w.Member(name, npy.Header)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mw.Write(data[npy.DataOffset:])
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("pair%v.npz", compress)), b.Bytes(), 0o644)
+	}
+	for _, c := range []struct{ in, to string }{{"big.npy", "npy"}, {"small.npy", "npy"}, {"small.npy", "json"}, {"small.npy", "raw"}, {"pairfalse.npz", "npz"}, {"pairtrue.npz", "npz"}} {
 		ref := filepath.Join(dir, "ref."+c.to)
 		runStdio(t, dir, nil, nil, 0, "s2d", "-b", "2", "--to", c.to, c.in, "-o", ref)
 		want := read(t, ref)

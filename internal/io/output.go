@@ -167,6 +167,12 @@ func (o *Output) WriteAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
+// Readable says whether ReadAt works: a file output, unless it is a
+// standard output this process may only write.
+func (o *Output) Readable() bool {
+	return o.f != nil && (o.stdout == nil || !o.stdout.unreadable)
+}
+
 // ReadAt reads back what a file output holds at an offset (as WriteAt
 // counts them).
 func (o *Output) ReadAt(p []byte, off int64) (int, error) {

@@ -31,6 +31,9 @@ type stdoutFile struct {
 	mu       sync.Mutex
 	end      int64 // bytes of the result written so far (its extent)
 	pos      int64 // the next sequential Write's offset, from base
+	// unreadable: the second description could only be opened for
+	// writing (ReadAt fails).
+	unreadable bool
 }
 
 // openStdoutFile returns an Output for a standard output that is a regular
@@ -56,10 +59,16 @@ func openStdoutFile(stdout io.Writer) (*Output, error) {
 		return nil, nil
 	}
 	// A second description of the same file, without O_APPEND (which
-	// would make every pwrite append) and with its own offset.
-	f, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(int(fd.Fd())), os.O_WRONLY, 0)
+	// would make every pwrite append) and with its own offset; readable
+	// when the file lets us (a stored npz reads its members back for
+	// their CRC-32).
+	path := "/proc/self/fd/" + strconv.Itoa(int(fd.Fd()))
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	s.unreadable = err != nil
 	if err != nil {
-		return nil, nil
+		if f, err = os.OpenFile(path, os.O_WRONLY, 0); err != nil {
+			return nil, nil
+		}
 	}
 	if fi2, err := f.Stat(); err != nil || !os.SameFile(fi, fi2) {
 		f.Close()

@@ -9,7 +9,10 @@ import (
 
 // stdoutFile exists on Linux only (stdout_linux.go): elsewhere standard
 // output is always written as a stream.
-type stdoutFile struct{ base, pos int64 }
+type stdoutFile struct {
+	base, pos  int64
+	unreadable bool
+}
 
 func openStdoutFile(io.Writer) (*Output, error) { return nil, nil }
 

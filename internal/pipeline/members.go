@@ -176,7 +176,7 @@ func StoreMembers(path string, kind format.Kind, stdout io.Writer, limit int, jo
 	if kind == format.KindSafetensors && out.IsFile() {
 		return storeSafetensorsFile(out, path, limit, jobs, fail)
 	}
-	if kind == format.KindNpz && !compress && out.IsFile() {
+	if kind == format.KindNpz && !compress && out.Readable() {
 		return storeStoredFile(out, path, limit, jobs, fail)
 	}
 	bw := bufio.NewWriterSize(out, 1<<16)
