@@ -3,6 +3,7 @@ package format
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"github.com/klauspost/compress/flate"
@@ -408,11 +409,12 @@ func (n *NpzWriter) RawFrom(key string, r io.Reader, csize int64, crc uint32, si
 		return fmt.Errorf("npz member %q written twice", key)
 	}
 	n.names[key] = true
-	w, err := n.zw.CreateRaw(&zip.FileHeader{Name: key + ".npy", Method: zip.Deflate, CRC32: crc,
-		CompressedSize64: uint64(csize), UncompressedSize64: size})
+	fh := rawHeader(key+".npy", zip.Deflate, crc, uint64(csize), size)
+	w, err := n.zw.CreateRaw(fh)
 	if err != nil {
 		return err
 	}
+	fh.Extra = nil // the local header's zip64 sizes: the central directory gets its own
 	if m, err := io.Copy(w, io.LimitReader(r, csize)); err != nil {
 		return err
 	} else if m != csize {
@@ -440,23 +442,51 @@ func NewNpzWriterAt(w io.WriterAt) *NpzWriter {
 	return n
 }
 
-// StoredOffset is where the npy bytes (preamble, then data) of the
+// StoredOffset is where the size npy bytes (preamble, then data) of the
 // stored member KEY.npy go if it is the next member: after its local
-// header, which is 30 bytes and the name with no extra field.
-func (n *NpzWriter) StoredOffset(key string) (int64, error) {
+// header (rawHeader).
+func (n *NpzWriter) StoredOffset(key string, size int64) (int64, error) {
 	if n.place == nil {
 		return 0, errors.New("internal error: StoredOffset on an archive not written by position")
 	}
 	if err := n.zw.Flush(); err != nil {
 		return 0, err
 	}
-	return n.place.off + 30 + int64(len(key)+len(".npy")), nil
+	fh := rawHeader(key+".npy", zip.Store, 0, uint64(size), uint64(size))
+	return n.place.off + 30 + int64(len(fh.Name)+len(fh.Extra)), nil
+}
+
+// rawHeader is the header of a member added with CreateRaw, with what
+// CreateHeader would have set and CreateRaw does not: the versions, the
+// UTF-8 flag of a name that is not ASCII, and for a member of 4 GiB or
+// more the zip64 extra field of the local header, which holds its real
+// sizes (the 32-bit fields say 0xFFFFFFFF). The caller drops that field
+// once the local header is written: archive/zip adds its own to the
+// central directory, and a second would hide the member's offset there.
+func rawHeader(name string, method uint16, crc uint32, csize, usize uint64) *zip.FileHeader {
+	fh := &zip.FileHeader{Name: name, Method: method, CRC32: crc,
+		CompressedSize64: csize, UncompressedSize64: usize,
+		CreatorVersion: 3<<8 | 20, ReaderVersion: 20} // made on Unix, as numpy's
+	for _, r := range name {
+		if r >= 0x80 {
+			fh.Flags |= 0x800 // the name is UTF-8 (a Go string from numpy's key)
+			break
+		}
+	}
+	if csize >= 0xFFFFFFFF || usize >= 0xFFFFFFFF {
+		fh.ReaderVersion = 45
+		fh.Extra = binary.LittleEndian.AppendUint16(nil, 0x0001)
+		fh.Extra = binary.LittleEndian.AppendUint16(fh.Extra, 16)
+		fh.Extra = binary.LittleEndian.AppendUint64(fh.Extra, usize)
+		fh.Extra = binary.LittleEndian.AppendUint64(fh.Extra, csize)
+	}
+	return fh
 }
 
 // PlaceStored adds the stored member KEY.npy whose size npy bytes, of
 // CRC-32 crc, the caller has written at StoredOffset(key).
 func (n *NpzWriter) PlaceStored(key string, size int64, crc uint32) error {
-	at, err := n.StoredOffset(key)
+	at, err := n.StoredOffset(key, size)
 	if err != nil {
 		return err
 	}
@@ -464,11 +494,12 @@ func (n *NpzWriter) PlaceStored(key string, size int64, crc uint32) error {
 		return fmt.Errorf("npz member %q written twice", key)
 	}
 	n.names[key] = true
-	w, err := n.zw.CreateRaw(&zip.FileHeader{Name: key + ".npy", Method: zip.Store, CRC32: crc,
-		CompressedSize64: uint64(size), UncompressedSize64: uint64(size)})
+	fh := rawHeader(key+".npy", zip.Store, crc, uint64(size), uint64(size))
+	w, err := n.zw.CreateRaw(fh)
 	if err != nil {
 		return err
 	}
+	fh.Extra = nil // the local header's zip64 sizes: the central directory gets its own
 	if err := n.zw.Flush(); err != nil {
 		return err
 	}

@@ -5,6 +5,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -203,4 +207,95 @@ func FuzzNpz(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Members placed by position get what archive/zip's CreateHeader would
+// give them: a member of 4 GiB or more has its real sizes in a zip64
+// extra field of its local header (and one zip64 block in the central
+// directory, which holds its offset), versions 4.5 / 2.0, and a name
+// that is not ASCII the UTF-8 flag. The 4 GiB member is never written:
+// the file is sparse.
+func TestPlacedHeaders(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.npz")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	nw := NewNpzWriterAt(f)
+	const big = int64(1)<<32 + 10
+	at, err := nw.StoredOffset("big", big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(30 + len("big.npy") + 20); at != want {
+		t.Errorf("a 4 GiB member's bytes start at %d, want %d (its local header with a zip64 field)", at, want)
+	}
+	if err := nw.PlaceStored("big", big, 0x12345678); err != nil {
+		t.Fatal(err)
+	}
+	small := []byte("\x93NUMPY placed bytes")
+	at2, err := nw.StoredOffset("é", int64(len(small)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at2 <= at+big {
+		t.Fatalf("the second member at %d, before the first ends at %d", at2, at+big)
+	}
+	if _, err := f.WriteAt(small, at2); err != nil {
+		t.Fatal(err)
+	}
+	if err := nw.PlaceStored("é", int64(len(small)), crc32.ChecksumIEEE(small)); err != nil {
+		t.Fatal(err)
+	}
+	if err := nw.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	var local [30 + 7 + 20]byte
+	if _, err := f.ReadAt(local[:], 0); err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	if v := le.Uint16(local[4:]); v != 45 {
+		t.Errorf("local header: version needed %d, want 45", v)
+	}
+	if c, u := le.Uint32(local[18:]), le.Uint32(local[22:]); c != 0xFFFFFFFF || u != 0xFFFFFFFF {
+		t.Errorf("local header: 32-bit sizes %#x %#x, want 0xFFFFFFFF", c, u)
+	}
+	extra := local[37:]
+	if le.Uint16(local[28:]) != 20 || le.Uint16(extra) != 1 || le.Uint16(extra[2:]) != 16 ||
+		int64(le.Uint64(extra[4:])) != big || int64(le.Uint64(extra[12:])) != big {
+		t.Errorf("local header: extra field % x, want a zip64 field with both sizes %d", extra, big)
+	}
+
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	if len(zr.File) != 2 {
+		t.Fatalf("%d members, want 2", len(zr.File))
+	}
+	b, e := zr.File[0], zr.File[1]
+	if b.Name != "big.npy" || int64(b.UncompressedSize64) != big || b.CRC32 != 0x12345678 || b.ReaderVersion != 45 {
+		t.Errorf("big: %s, %d bytes, CRC %#x, version %d", b.Name, b.UncompressedSize64, b.CRC32, b.ReaderVersion)
+	}
+	if n := bytes.Count(b.Extra, []byte{1, 0}); len(b.Extra) != 28 || n < 1 || le.Uint16(b.Extra) != 1 {
+		t.Errorf("big: central directory extra % x, want one zip64 block of 24 bytes", b.Extra)
+	}
+	if off, _ := b.DataOffset(); off != at {
+		t.Errorf("big: data at %d, placed at %d", off, at)
+	}
+	if e.Name != "é.npy" || e.Flags&0x800 == 0 || e.NonUTF8 {
+		t.Errorf("é: name %q, flags %#x", e.Name, e.Flags)
+	}
+	r, err := e.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r) // checks the CRC-32
+	if err != nil || !bytes.Equal(got, small) {
+		t.Errorf("é: %q, %v", got, err)
+	}
 }

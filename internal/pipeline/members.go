@@ -565,12 +565,12 @@ func storeStoredFile(out *fileio.Output, path string, limit int, jobs []MemberJo
 				return fail(err)
 			}
 		}
-		at, err := nw.StoredOffset(j.Name)
+		pre := format.EncodeNpy(j.Header)
+		size := int64(len(pre)) + j.Header.DataBytes()
+		at, err := nw.StoredOffset(j.Name, size)
 		if err != nil {
 			return fail(err)
 		}
-		pre := format.EncodeNpy(j.Header)
-		size := int64(len(pre)) + j.Header.DataBytes()
 		if _, err := out.WriteAt(pre, at); err != nil {
 			return fail(err)
 		}
