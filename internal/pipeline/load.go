@@ -105,19 +105,66 @@ func (t *Tensor) inflate() error {
 	return nil
 }
 
-// inflateScratch inflates a deferred member into a scratch file, read
+// scratchAbove: a deferred member whose data are at least this big is
+// inflated into a scratch file, a smaller one into memory (no TMPDIR
+// needed, and -j of them at a time stay well under 64 MiB). A variable
+// for the tests, which take both paths with small members.
+var scratchAbove int64 = 4 << 20
+
+// load brings a deferred member's data in for a job that runs in chunks
+// (streams) or whole: a big one for chunks into a scratch file, read
 // from there by position like a file input (memory: buffers only).
-func (t *Tensor) inflateScratch() error {
+func (t *Tensor) load(streams bool) error {
+	if t.deferred == nil || t.Data != nil || t.scratch != nil {
+		return nil
+	}
+	if !streams || t.DataBytes() < scratchAbove {
+		return t.inflate()
+	}
 	f, err := fileio.Scratch()
 	if err != nil {
 		return fmt.Errorf("cannot make a scratch file to inflate npz member %q into: %w", t.Name, err)
 	}
-	if err := t.deferred.Inflate(f); err != nil {
+	if err := t.deferred.Inflate(scratchWriter{f}); err != nil {
 		f.Close()
+		var se *scratchError
+		if errors.As(err, &se) {
+			return err // ours, not the input's
+		}
 		return t.inflateErr(err)
 	}
 	t.scratch = f
 	return nil
+}
+
+// scratchWriter writes a scratch file, its errors marked as such.
+type scratchWriter struct{ f *os.File }
+
+func (w scratchWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if err != nil {
+		err = &scratchError{err}
+	}
+	return n, err
+}
+
+// scratchError is a failure to write a scratch file (a full or missing
+// TMPDIR), not a fault of the input or the output.
+type scratchError struct{ err error }
+
+func (e *scratchError) Error() string {
+	return fmt.Sprintf("writing a scratch file in %s (TMPDIR): %v", os.TempDir(), unwrapOS(e.err))
+}
+func (e *scratchError) Unwrap() error { return e.err }
+
+// unwrapOS drops the path of an *os.PathError (a scratch file's is
+// meaningless: it is unlinked).
+func unwrapOS(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // inflateErr says which input and member could not be inflated.

@@ -120,9 +120,10 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan) []MemberJob {
 		if p.Streams() && t.Stream == nil {
 			jobs[i].Stream = func(out *fileio.Output, base int64, threads int) error {
 				if t.deferred != nil {
-					// Inflated into a scratch file and read from there
-					// chunk by chunk: memory holds buffers, not the member.
-					if err := t.inflateScratch(); err != nil {
+					// A big one inflated into a scratch file and read
+					// from there chunk by chunk: memory holds buffers,
+					// not the member.
+					if err := t.load(true); err != nil {
 						return err
 					}
 					defer t.release()
@@ -250,10 +251,11 @@ func StoreMembers(path string, kind format.Kind, stdout io.Writer, limit int, jo
 }
 
 // storeDeflated adds jobs to nw in order, each member deflated on one of
-// up to -j goroutines. A member whose plan runs in chunks (Stream) goes
-// through two scratch files of the run's own — its data, computed chunk
-// by chunk, then those data deflated — so that memory holds buffers
-// whatever the member's size; the others are produced whole in memory.
+// up to -j goroutines. A member of scratchAbove or more whose plan runs
+// in chunks (Stream) goes through two scratch files of the run's own —
+// its data, computed chunk by chunk, then those data deflated — so that
+// memory holds buffers whatever the member's size; the others are
+// produced whole in memory.
 // At most 2×-j members are taken and not yet written at once.
 func storeDeflated(nw *format.NpzWriter, jobs []MemberJob) (*Result, error) {
 	threads := 1
@@ -267,8 +269,8 @@ func storeDeflated(nw *format.NpzWriter, jobs []MemberJob) (*Result, error) {
 	var next atomic.Int64
 	// Members taken but not yet written: twice the workers, so that a
 	// worker that finishes ahead of the member the writer waits for goes
-	// on with another (a done member waits in its scratch file, not in
-	// memory).
+	// on with another (a done member waits in its scratch file, or in
+	// memory when it is under scratchAbove).
 	slots := make(chan struct{}, 2*threads)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -299,7 +301,7 @@ func storeDeflated(nw *format.NpzWriter, jobs []MemberJob) (*Result, error) {
 			}
 			j := jobs[i]
 			d := &deflated{}
-			if j.Stream != nil {
+			if j.Stream != nil && j.Header.DataBytes() >= scratchAbove {
 				d.err = deflateStreamed(j, d)
 			} else {
 				d.err = deflateWhole(j, d)
@@ -388,7 +390,7 @@ func deflateStreamed(j MemberJob, d *deflated) error {
 	if err != nil {
 		return fmt.Errorf("cannot make a scratch file for the member: %w", err)
 	}
-	bw := bufio.NewWriterSize(z, 256<<10)
+	bw := bufio.NewWriterSize(scratchWriter{z}, 256<<10)
 	d.crc, d.size, err = format.DeflateNpyTo(j.Header, io.NewSectionReader(data, 0, size), size, bw)
 	if err == nil {
 		err = bw.Flush()

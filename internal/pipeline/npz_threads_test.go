@@ -17,7 +17,21 @@ import (
 // inflated and deflated on several goroutines: the archive is the same,
 // byte for byte, with -j 1 and -j 3, keeps the member order, and each
 // member is the operator's result.
-func TestDeflatedNpzThreads(t *testing.T) {
+func TestDeflatedNpzThreads(t *testing.T) { bothScratchPaths(t, testDeflatedNpzThreads) }
+
+// bothScratchPaths runs test with deflated members inflated through
+// scratch files (scratchAbove 0), then in memory.
+func bothScratchPaths(t *testing.T, test func(*testing.T)) {
+	for _, above := range []int64{0, scratchAbove} {
+		t.Run(fmt.Sprintf("scratch above %d", above), func(t *testing.T) {
+			defer func(old int64) { scratchAbove = old }(scratchAbove)
+			scratchAbove = above
+			test(t)
+		})
+	}
+}
+
+func testDeflatedNpzThreads(t *testing.T) {
 	dir := t.TempDir()
 	in, names, want := deflatedNpz(t, dir, 7)
 	var first []byte
@@ -90,7 +104,9 @@ func deflatedNpz(t *testing.T, dir string, n int) (path string, names []string, 
 // right tensors, and a corrupt last member is found after the first
 // members were worked on, yet leaves no output and names the input and
 // the member, whatever the output.
-func TestDeflatedNpzDeferred(t *testing.T) {
+func TestDeflatedNpzDeferred(t *testing.T) { bothScratchPaths(t, testDeflatedNpzDeferred) }
+
+func testDeflatedNpzDeferred(t *testing.T) {
 	dir := t.TempDir()
 	in, names, want := deflatedNpz(t, dir, 4)
 	s2d := ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}
@@ -157,5 +173,33 @@ func TestDeflatedNpzDeferred(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(dir, ".*tmp"))
 	if len(left) > 0 {
 		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+// Deflated members under scratchAbove are inflated in memory: a missing
+// TMPDIR stops only archives with big members, with a message that says
+// it is the scratch file.
+func TestDeflatedNpzScratch(t *testing.T) {
+	dir := t.TempDir()
+	small, _, _ := deflatedNpz(t, dir, 2)
+	t.Setenv("TMPDIR", filepath.Join(dir, "missing"))
+	s2d := ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}
+	if _, err := Transform(Options{Request: s2d, Source: Source{Path: small}, Output: filepath.Join(dir, "o.npz"), Threads: 2}); err != nil {
+		t.Errorf("small members with no TMPDIR: %v", err)
+	}
+	var b bytes.Buffer
+	nw := format.NewNpzWriter(&b, true)
+	h := format.Header{DType: format.DType{Kind: 'f', Size: 4, Order: '<'}, Shape: []int{1, 16, 256, 256}} // 4 MiB
+	w, err := nw.Member("big", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(make([]byte, h.DataBytes()))
+	nw.Close()
+	big := filepath.Join(dir, "big.npz")
+	os.WriteFile(big, b.Bytes(), 0o644)
+	_, err = Transform(Options{Request: s2d, Source: Source{Path: big}, Output: filepath.Join(dir, "o2.npz"), Threads: 2})
+	if err == nil || !strings.Contains(err.Error(), "scratch file") {
+		t.Errorf("a big member with no TMPDIR: %v, want an error about the scratch file", err)
 	}
 }

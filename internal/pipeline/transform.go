@@ -132,11 +132,19 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 	if n := plan.CropNote(); n != "" && opts.Note != nil {
 		opts.Note(displayInput(opts.Path) + ": " + n)
 	}
-	if err := t.inflate(); err != nil {
+	stream := plan.Streams()
+	if f := format.Lookup(to); f == nil || f.Preamble == nil {
+		stream = false
+	}
+	if err := t.load(stream); err != nil {
+		var se *scratchError
+		if errors.As(err, &se) {
+			return nil, err
+		}
 		return nil, pathErr(opts.Path, err)
 	}
 	out := format.Header{DType: t.DType, Shape: plan.Out}
-	if f := format.Lookup(to); f != nil && f.Preamble != nil && plan.Streams() {
+	if stream {
 		err = streamStore(opts, to, out, plan, t)
 	} else {
 		if t.Stream != nil {
