@@ -97,3 +97,56 @@ func TestCompareNpzMembers(t *testing.T) {
 		t.Fatalf("--json: exit %d, %v\n%s", code, err, out)
 	}
 }
+
+// Deflated archives are compared a pair of members at a time, each
+// inflated when its turn comes (big ones into a mapped scratch file):
+// the verdicts and the worst difference are those of the data.
+func TestCompareDeflatedNpz(t *testing.T) {
+	dir := t.TempDir()
+	dt, _ := format.ParseDType("int16")
+	big := make([]byte, 4<<20) // 2M int16: through a scratch file
+	for i := range big {
+		big[i] = byte(i % 7)
+	}
+	bigDiff := append([]byte{}, big...)
+	bigDiff[2*123457] += 5
+	write := func(name string, members map[string][]byte) string {
+		var buf bytes.Buffer
+		w := format.NewNpzWriter(&buf, true)
+		for _, n := range []string{"big", "small"} {
+			m, err := w.Member(n, format.Header{DType: dt, Shape: []int{len(members[n]) / 2}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Write(members[n])
+		}
+		w.Close()
+		path := filepath.Join(dir, name)
+		os.WriteFile(path, buf.Bytes(), 0o644)
+		return path
+	}
+	small := []byte{1, 0, 2, 0}
+	a := write("a.npz", map[string][]byte{"big": big, "small": small})
+	same := write("same.npz", map[string][]byte{"big": big, "small": small})
+	diff := write("diff.npz", map[string][]byte{"big": bigDiff, "small": small})
+	var out, errb bytes.Buffer
+	if code := run([]string{"compare", a, same}, nil, &out, &errb); code != 0 {
+		t.Fatalf("equal deflated archives: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	out.Reset()
+	code := run([]string{"compare", "--json", a, diff}, nil, &out, &errb)
+	if code != 1 {
+		t.Fatalf("a member differs: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	var rec struct {
+		Member     string
+		MaxAbsDiff float64 `json:"max_abs_diff"`
+		Different  int
+	}
+	if err := json.Unmarshal([]byte(strings.Split(out.String(), "\n")[0]), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Member != "big" || rec.MaxAbsDiff != 5 || rec.Different != 1 {
+		t.Errorf("big member: %+v, want one difference of 5", rec)
+	}
+}

@@ -49,7 +49,12 @@ func Archives(j Job, a, b []*pipeline.Tensor) (*ArchiveReport, error) {
 			rep.Equal = false
 			continue
 		}
+		if err := bring(ta, tb); err != nil {
+			return nil, err
+		}
 		r, err := Tensors(Tensor{Header: ta.Header, Data: ta.Data}, Tensor{Header: tb.Header, Data: tb.Data}, j.Options.forMember(ta.Name))
+		ta.Release()
+		tb.Release()
 		if err != nil {
 			return nil, &pipeline.PathError{Path: fmt.Sprintf("%s and %s, member %s", j.A.Path, j.B.Path, ta.Name), Err: err}
 		}

@@ -362,6 +362,9 @@ func Any(j Job) (result interface {
 func anyFiles(j Job) (result interface {
 	WriteText(io.Writer) error
 }, equal bool, err error) {
+	// Deflated npz members are inflated a pair at a time (Bring), not
+	// all at load: memory stays bounded whatever the archives' size.
+	j.A.Deferred, j.B.Deferred = true, true
 	as, err := pipeline.LoadAll(j.A)
 	if err != nil {
 		return nil, false, err
@@ -401,7 +404,25 @@ func closeAll(ts []*pipeline.Tensor) {
 	}
 }
 
+// bring makes the data of a pair of members readable (Release lets them
+// go).
+func bring(ta, tb *pipeline.Tensor) error {
+	if err := ta.Bring(); err != nil {
+		return err
+	}
+	if err := tb.Bring(); err != nil {
+		ta.Release()
+		return err
+	}
+	return nil
+}
+
 func tensors(j Job, ta, tb *pipeline.Tensor) (*Report, error) {
+	if err := bring(ta, tb); err != nil {
+		return nil, err
+	}
+	defer ta.Release()
+	defer tb.Release()
 	a, b := Tensor{Header: ta.Header, Data: ta.Data}, Tensor{Header: tb.Header, Data: tb.Data}
 	rep, err := Tensors(a, b, j.Options)
 	if err != nil {

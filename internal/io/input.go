@@ -32,6 +32,16 @@ type Input struct {
 	dropped int
 }
 
+// MapScratch maps the first size bytes of a scratch file of the run's
+// own for reading (its pages belong to the page cache, not to this
+// process's anonymous memory); unmap lets them go.
+func MapScratch(f *os.File, size int64) (data []byte, unmap func() error, err error) {
+	if size == 0 {
+		return []byte{}, func() error { return nil }, nil
+	}
+	return mapReadOnly(f, size)
+}
+
 // Drop says that the bytes of Data before upTo will not be read again:
 // the pages of a mapped input that hold them leave this process's memory
 // (the page cache keeps them), so a mapping read front to back holds a

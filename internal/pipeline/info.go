@@ -53,7 +53,8 @@ type OpInfo struct {
 // of an npz archive. With a block, it also plans every operation, order
 // and layout on each. Only headers are read: the data of an npy, raw or
 // stored npz file is mapped and its size checked, never touched (JSON and
-// ONNX inputs are decoded, once; deflated npz members are inflated).
+// ONNX inputs are decoded, once; deflated npz members are not inflated:
+// their npy headers are read).
 func Describe(src Source, block ops.Block) ([]*Info, error) {
 	if info, ok, err := describeNpyHeader(src, block); ok {
 		if err != nil {
@@ -61,6 +62,7 @@ func Describe(src Source, block ops.Block) ([]*Info, error) {
 		}
 		return []*Info{info}, nil
 	}
+	src.Deferred = true // deflated npz members: their headers are enough
 	ts, err := LoadAll(src)
 	if err != nil {
 		return nil, err

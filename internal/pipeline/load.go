@@ -90,6 +90,7 @@ type Tensor struct {
 	// of the run's own they were inflated into (inflateScratch).
 	deferred *format.NpzMember
 	scratch  *os.File
+	unmap    func() error // Bring's mapping of scratch
 }
 
 // inflate brings a deferred member's data into memory.
@@ -178,11 +179,42 @@ func (t *Tensor) release() {
 		return
 	}
 	t.Data = nil
+	if t.unmap != nil {
+		t.unmap()
+		t.unmap = nil
+	}
 	if t.scratch != nil {
 		t.scratch.Close()
 		t.scratch = nil
 	}
 }
+
+// Bring makes a deferred npz member's Data readable (Source.Deferred),
+// for a reader of whole tensors such as compare: a big one is inflated
+// into a scratch file and mapped, so its pages are the page cache's and
+// not this process's memory; a small one is inflated into memory.
+// Release lets it go again. Nothing for other tensors.
+func (t *Tensor) Bring() error {
+	if t.deferred == nil || t.Data != nil {
+		return nil
+	}
+	if err := t.load(true); err != nil {
+		return err
+	}
+	if t.scratch == nil {
+		return nil // in memory
+	}
+	data, unmap, err := fileio.MapScratch(t.scratch, t.DataBytes())
+	if err != nil {
+		t.release()
+		return fmt.Errorf("cannot map the scratch file npz member %q was inflated into: %w", t.Name, err)
+	}
+	t.Data, t.unmap = data, unmap
+	return nil
+}
+
+// Release lets what Bring brought in go; the tensor can be brought again.
+func (t *Tensor) Release() { t.release() }
 
 // sharedInput is an input whose bytes several tensors (npz members) use:
 // it is closed when the last of them is.
