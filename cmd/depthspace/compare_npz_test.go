@@ -149,4 +149,34 @@ func TestCompareDeflatedNpz(t *testing.T) {
 	if rec.Member != "big" || rec.MaxAbsDiff != 5 || rec.Different != 1 {
 		t.Errorf("big member: %+v, want one difference of 5", rec)
 	}
+
+	// No TMPDIR to inflate into: in memory, same verdicts.
+	t.Setenv("TMPDIR", filepath.Join(dir, "missing"))
+	out.Reset()
+	if code := run([]string{"compare", a, diff}, nil, &out, &errb); code != 1 || !strings.Contains(out.String(), ":big and ") {
+		t.Errorf("no TMPDIR: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+
+	// A corrupt member on one side only is still an error, not "only in".
+	extra := write("extra.npz", map[string][]byte{"big": big, "small": small})
+	arch, _ := os.ReadFile(extra)
+	var buf bytes.Buffer
+	w := format.NewNpzWriter(&buf, true)
+	for _, n := range []string{"big", "small", "extra"} {
+		data := map[string][]byte{"big": big, "small": small, "extra": big}[n]
+		m, _ := w.Member(n, format.Header{DType: dt, Shape: []int{len(data) / 2}})
+		m.Write(data)
+	}
+	w.Close()
+	arch = buf.Bytes()
+	cd := bytes.Index(arch, []byte("PK\x01\x02")) // the last member's data end here
+	for k := cd - 12; k < cd-4; k++ {
+		arch[k] ^= 0x55
+	}
+	os.WriteFile(extra, arch, 0o644)
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"compare", extra, a}, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), `npz member "extra"`) {
+		t.Errorf("a corrupt member only in A: exit %d\n%s%s", code, out.String(), errb.String())
+	}
 }

@@ -45,6 +45,9 @@ func Archives(j Job, a, b []*pipeline.Tensor) (*ArchiveReport, error) {
 		seen[ta.Name] = true
 		tb, ok := byName[ta.Name]
 		if !ok {
+			if err := ta.Verify(); err != nil { // a corrupt member is an error, paired or not
+				return nil, err
+			}
 			rep.OnlyA = append(rep.OnlyA, ta.Name)
 			rep.Equal = false
 			continue
@@ -66,6 +69,9 @@ func Archives(j Job, a, b []*pipeline.Tensor) (*ArchiveReport, error) {
 	}
 	for _, tb := range b {
 		if !seen[tb.Name] {
+			if err := tb.Verify(); err != nil {
+				return nil, err
+			}
 			rep.OnlyB = append(rep.OnlyB, tb.Name)
 			rep.Equal = false
 		}

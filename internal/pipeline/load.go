@@ -124,7 +124,7 @@ func (t *Tensor) load(streams bool) error {
 	}
 	f, err := fileio.Scratch()
 	if err != nil {
-		return fmt.Errorf("cannot make a scratch file to inflate npz member %q into: %w", t.Name, err)
+		return &scratchError{op: "making", err: err}
 	}
 	if err := t.deferred.Inflate(scratchWriter{f}); err != nil {
 		f.Close()
@@ -144,17 +144,20 @@ type scratchWriter struct{ f *os.File }
 func (w scratchWriter) Write(p []byte) (int, error) {
 	n, err := w.f.Write(p)
 	if err != nil {
-		err = &scratchError{err}
+		err = &scratchError{op: "writing", err: err}
 	}
 	return n, err
 }
 
-// scratchError is a failure to write a scratch file (a full or missing
-// TMPDIR), not a fault of the input or the output.
-type scratchError struct{ err error }
+// scratchError is a failure to make or write a scratch file (a full or
+// missing TMPDIR), not a fault of the input or the output.
+type scratchError struct {
+	op  string // making, writing
+	err error
+}
 
 func (e *scratchError) Error() string {
-	return fmt.Sprintf("writing a scratch file in %s (TMPDIR): %v", os.TempDir(), unwrapOS(e.err))
+	return fmt.Sprintf("%s a scratch file in %s (TMPDIR): %v", e.op, os.TempDir(), unwrapOS(e.err))
 }
 func (e *scratchError) Unwrap() error { return e.err }
 
@@ -198,7 +201,10 @@ func (t *Tensor) Bring() error {
 	if t.deferred == nil || t.Data != nil {
 		return nil
 	}
-	if err := t.load(true); err != nil {
+	var se *scratchError
+	if err := t.load(true); errors.As(err, &se) {
+		return t.inflate() // no room in TMPDIR: in memory, as before
+	} else if err != nil {
 		return err
 	}
 	if t.scratch == nil {
@@ -206,10 +212,24 @@ func (t *Tensor) Bring() error {
 	}
 	data, unmap, err := fileio.MapScratch(t.scratch, t.DataBytes())
 	if err != nil {
+		// No mapping here (Windows builds, a file system that refuses
+		// it): in memory.
 		t.release()
-		return fmt.Errorf("cannot map the scratch file npz member %q was inflated into: %w", t.Name, err)
+		return t.inflate()
 	}
 	t.Data, t.unmap = data, unmap
+	return nil
+}
+
+// Verify inflates a deferred npz member without keeping its data, to
+// check it (its length and CRC-32) when nothing else reads it.
+func (t *Tensor) Verify() error {
+	if t.deferred == nil || t.Data != nil {
+		return nil
+	}
+	if err := t.deferred.Inflate(io.Discard); err != nil {
+		return t.inflateErr(err)
+	}
 	return nil
 }
 
