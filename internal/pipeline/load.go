@@ -478,6 +478,9 @@ func checkNpy(npy *format.Npy, fileBytes int64, want *format.DType, shape []int)
 // standard input and leaves the data to be streamed. For JSON, which must
 // be read whole, it returns nil and Load reads everything as usual.
 func loadStream(src Source) (*Tensor, error) {
+	if f, ok := src.Stdin.(*os.File); ok {
+		growPipe(f)
+	}
 	br := bufio.NewReaderSize(src.Stdin, 1<<16)
 	src.Stdin = br
 	head, _ := br.Peek(16)

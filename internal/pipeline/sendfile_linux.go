@@ -34,3 +34,18 @@ func sendRange(dst, src *os.File, off, n int64) (int64, error) {
 	}
 	return sent, nil
 }
+
+// growPipe asks for a 1 MiB pipe buffer on a standard input or output
+// that is a pipe (16 pages by default): each read, write or sendfile
+// then moves up to 1 MiB, with sixteen times fewer wake-ups of the
+// process at the other end. Nothing if f is not a pipe or the kernel
+// refuses (pipe-max-size).
+func growPipe(f *os.File) {
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		return
+	}
+	if rc, err := f.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { unix.FcntlInt(fd, unix.F_SETPIPE_SZ, 1<<20) })
+	}
+}

@@ -5,3 +5,5 @@ package pipeline
 import "os"
 
 func sendRange(dst, src *os.File, off, n int64) (int64, error) { return 0, nil }
+
+func growPipe(*os.File) {}

@@ -226,6 +226,9 @@ func (o *outSpool) send() {
 	buf := fileio.GetBuffer(1 << 20)
 	defer fileio.PutBuffer(buf)
 	sf := o.dst.StreamFile() // nil: not a file sendfile can write to
+	if sf != nil {
+		growPipe(sf)
+	}
 	var sent int64
 	for {
 		o.mu.Lock()
