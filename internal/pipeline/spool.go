@@ -225,10 +225,7 @@ func (o *outSpool) send() {
 	defer close(o.sent)
 	buf := fileio.GetBuffer(1 << 20)
 	defer fileio.PutBuffer(buf)
-	sf := o.dst.StreamFile() // nil: not a file sendfile can write to
-	if sf != nil {
-		growPipe(sf)
-	}
+	sf := o.dst.StreamFile() // nil: not a file sendfile can write to (grown by streamRun)
 	var sent int64
 	for {
 		o.mu.Lock()

@@ -107,6 +107,9 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 		in = memReader(t.Data)
 	}
 	seqIn, seqOut := t.Stream != nil, !out.IsFile()
+	if sf := out.StreamFile(); sf != nil {
+		growPipe(sf)
+	}
 	ck, err := plan.Chunker(chunkBytes, seqIn, seqOut)
 	if err != nil {
 		return err
