@@ -53,8 +53,8 @@ type OpInfo struct {
 // of an npz archive. With a block, it also plans every operation, order
 // and layout on each. Only headers are read: the data of an npy, raw or
 // stored npz file is mapped and its size checked, never touched (JSON and
-// ONNX inputs are decoded, once; deflated npz members are not inflated:
-// their npy headers are read).
+// ONNX inputs are decoded, once; deflated npz members are inflated one at
+// a time to check them, and not kept).
 func Describe(src Source, block ops.Block) ([]*Info, error) {
 	if info, ok, err := describeNpyHeader(src, block); ok {
 		if err != nil {
@@ -62,12 +62,19 @@ func Describe(src Source, block ops.Block) ([]*Info, error) {
 		}
 		return []*Info{info}, nil
 	}
-	src.Deferred = true // deflated npz members: their headers are enough
+	src.Deferred = true // deflated npz members: one at a time, none kept
 	ts, err := LoadAll(src)
 	if err != nil {
 		return nil, err
 	}
 	defer closeAll(ts)
+	for _, t := range ts {
+		// A corrupt member is a malformed input (exit 2), as a stored
+		// one's bad CRC-32 is: inflated to check, in bounded memory.
+		if err := t.Verify(); err != nil {
+			return nil, err
+		}
+	}
 	out := make([]*Info, len(ts))
 	for i, t := range ts {
 		out[i] = describe(src.Path, t, block)

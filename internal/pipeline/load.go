@@ -157,7 +157,7 @@ type scratchError struct {
 }
 
 func (e *scratchError) Error() string {
-	return fmt.Sprintf("%s a scratch file in %s (TMPDIR): %v", e.op, os.TempDir(), unwrapOS(e.err))
+	return fmt.Sprintf("%s: %s a scratch file there (TMPDIR): %v", os.TempDir(), e.op, unwrapOS(e.err))
 }
 func (e *scratchError) Unwrap() error { return e.err }
 

@@ -379,7 +379,7 @@ func deflateStreamed(j MemberJob, d *deflated) error {
 	size := j.Header.DataBytes()
 	data, err := fileio.Scratch()
 	if err != nil {
-		return fmt.Errorf("cannot make a scratch file for the member: %w", err)
+		return &scratchError{op: "making", err: err}
 	}
 	defer data.Close()
 	// One thread: the other cores deflate other members.
@@ -388,7 +388,7 @@ func deflateStreamed(j MemberJob, d *deflated) error {
 	}
 	z, err := fileio.Scratch()
 	if err != nil {
-		return fmt.Errorf("cannot make a scratch file for the member: %w", err)
+		return &scratchError{op: "making", err: err}
 	}
 	bw := bufio.NewWriterSize(scratchWriter{z}, 256<<10)
 	d.crc, d.size, err = format.DeflateNpyTo(j.Header, io.NewSectionReader(data, 0, size), size, bw)

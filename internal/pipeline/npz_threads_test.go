@@ -170,6 +170,10 @@ func testDeflatedNpzDeferred(t *testing.T) {
 			}
 		}
 	}
+	// info describes headers, yet a corrupt member is a malformed input.
+	if _, err := Describe(Source{Path: bad}, nil); err == nil || !strings.Contains(err.Error(), `npz member "`+names[len(names)-1]+`"`) {
+		t.Errorf("info of an archive with a corrupt member: %v, want an error naming it", err)
+	}
 	left, _ := filepath.Glob(filepath.Join(dir, ".*tmp"))
 	if len(left) > 0 {
 		t.Errorf("temporary files left: %v", left)
