@@ -142,36 +142,33 @@ func Run(opts Options) (*Summary, error) {
 
 	r := &runner{opts: opts, items: mine, records: make([]Record, len(mine)), ready: make([]bool, len(mine)),
 		rep: newReporter(opts.Stderr, opts.Progress, opts.ProgressInterval, len(mine), bytes)}
-	r.free = threads
+	r.threads, r.free = threads, threads
 	r.cond = sync.NewCond(&r.mu)
+	cachePlans(&r.opts.Job)
 	// Threads workers take the files in order. A worker lives for the
 	// whole batch (a goroutine per file grew a new stack for each: 7% of
-	// a batch of small files) and waits until the file's share of the
-	// threads is free.
-	var next atomic.Int64
+	// a batch of small files) and takes the next file once its share of
+	// the threads is free.
 	var wg sync.WaitGroup
 	for range min(threads, len(mine)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(mine) {
+				i, w, ok := r.take()
+				if !ok {
 					return
 				}
 				it := mine[i]
 				switch {
 				case it.err != nil:
-					r.acquire(i, 0)
 					r.finish(i, Record{Input: it.input, Status: StatusFailed}, it.err, 0)
 					continue
 				case opts.SkipExisting && exists(it.output):
-					r.acquire(i, 0)
+					r.release(w)
 					r.finish(i, Record{Input: it.input, Output: it.output, Status: StatusSkipped}, nil, 0)
 					continue
 				}
-				w := threadsFor(it.size, threads)
-				r.acquire(i, w)
 				var counted atomic.Int64 // bytes already shown as progress
 				rec, err := r.transform(it, w, &counted)
 				r.release(w)
@@ -203,10 +200,12 @@ type runner struct {
 	items []item
 
 	// Threads not in use; a file waits until its share is free.
-	mu   sync.Mutex
-	cond *sync.Cond
-	free int
-	turn int // the next item to start
+	mu      sync.Mutex
+	cond    *sync.Cond
+	threads int
+	free    int
+	turn    int // the next item to start
+	waiting int // workers waiting in take
 
 	// Records come out in list order: finished ones wait for the earlier.
 	out     sync.Mutex
@@ -227,25 +226,45 @@ func (r *runner) made(dir string) bool {
 	return ok
 }
 
-// acquire takes n threads for item i, once the items before it have
-// started: files start in list order (a file needing every thread is not
-// overtaken by the small ones after it).
-func (r *runner) acquire(i, n int) {
+// take gives a worker the next file and its share of the threads, once
+// that share is free: files start in list order (a file needing every
+// thread is not overtaken by the small ones after it). Small files, one
+// thread each, are taken without waiting.
+func (r *runner) take() (i, threads int, ok bool) {
 	r.mu.Lock()
-	for r.turn != i || r.free < n {
+	defer r.mu.Unlock()
+	for {
+		if r.turn >= len(r.items) {
+			return 0, 0, false
+		}
+		if it := r.items[r.turn]; it.err == nil {
+			threads = threadsFor(it.size, r.threads)
+		}
+		if r.free >= threads {
+			break
+		}
+		r.waiting++
 		r.cond.Wait()
+		r.waiting--
 	}
-	r.free -= n
+	i = r.turn
 	r.turn++
-	r.mu.Unlock()
-	r.cond.Broadcast()
+	r.free -= threads
+	return i, threads, true
 }
 
+// release gives back the threads a file took.
 func (r *runner) release(n int) {
+	if n == 0 {
+		return
+	}
 	r.mu.Lock()
 	r.free += n
+	wake := r.waiting > 0
 	r.mu.Unlock()
-	r.cond.Broadcast()
+	if wake {
+		r.cond.Broadcast()
+	}
 }
 
 // transform runs one file's job on threads threads, adding the data bytes

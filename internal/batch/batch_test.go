@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -211,44 +210,57 @@ func TestRunRefuses(t *testing.T) {
 	}
 }
 
-// Threads given out never exceed -j, a big file gets all of them, and a
-// file does not start before the files listed ahead of it.
+// Threads given out never exceed -j, a big file gets all of them and
+// runs alone, and files start in list order.
 func TestRunnerThreads(t *testing.T) {
-	r := &runner{free: 4}
+	sizes := []int64{1, 1, 64 << 20, 1, 5 << 20, 1, 1, 1, 1 << 30, 1}
+	r := &runner{threads: 4, free: 4}
+	for _, s := range sizes {
+		r.items = append(r.items, item{size: s})
+	}
 	r.cond = sync.NewCond(&r.mu)
 	var mu sync.Mutex
 	inUse, peak := 0, 0
-	sizes := []int64{1, 1, 64 << 20, 1, 5 << 20, 1, 1}
-	var started [7]atomic.Bool
+	var order []int
 	var wg sync.WaitGroup
-	run := func(i int) {
-		defer wg.Done()
-		w := threadsFor(sizes[i], 4)
-		r.acquire(i, w)
-		started[i].Store(true)
-		mu.Lock()
-		inUse += w
-		peak = max(peak, inUse)
-		mu.Unlock()
-		time.Sleep(time.Millisecond)
-		mu.Lock()
-		inUse -= w
-		mu.Unlock()
-		r.release(w)
-	}
-	// The last file asks first: it must wait for the others.
-	wg.Add(1)
-	go run(len(sizes) - 1)
-	time.Sleep(20 * time.Millisecond)
-	if started[len(sizes)-1].Load() {
-		t.Fatal("the last file started before the files ahead of it")
-	}
-	for i := len(sizes) - 2; i >= 0; i-- {
+	for range 4 {
 		wg.Add(1)
-		go run(i)
+		go func() {
+			defer wg.Done()
+			for {
+				i, w, ok := r.take()
+				if !ok {
+					return
+				}
+				mu.Lock()
+				order = append(order, i)
+				if w != threadsFor(sizes[i], 4) {
+					t.Errorf("file %d got %d threads, want %d", i, w, threadsFor(sizes[i], 4))
+				}
+				if w == 4 && inUse != 0 {
+					t.Errorf("file %d needing every thread started beside files holding %d", i, inUse)
+				}
+				inUse += w
+				peak = max(peak, inUse)
+				mu.Unlock()
+				time.Sleep(time.Millisecond)
+				mu.Lock()
+				inUse -= w
+				mu.Unlock()
+				r.release(w)
+			}
+		}()
 	}
 	wg.Wait()
 	if peak > 4 || r.free != 4 {
 		t.Errorf("peak %d threads in use, %d free at the end; want at most 4 and 4", peak, r.free)
+	}
+	for k, i := range order {
+		if i != k {
+			t.Fatalf("files started in the order %v", order)
+		}
+	}
+	if len(order) != len(sizes) {
+		t.Errorf("%d files started, want %d", len(order), len(sizes))
 	}
 }

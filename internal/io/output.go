@@ -47,6 +47,16 @@ const smallReserve = 1 << 20
 
 // Create starts an output. "-" writes to stdout.
 func Create(name string, stdout io.Writer) (*Output, error) {
+	return CreateFor(name, stdout, nil)
+}
+
+// ErrIsInput refuses an output that is the job's input file.
+var ErrIsInput = errors.New("is the input file (or a link to it); write the result to another path")
+
+// CreateFor is Create for the result of the input file described by
+// input (nil for none): an output that is that file, or a link to it, is
+// refused with ErrIsInput. The target is looked at once for both.
+func CreateFor(name string, stdout io.Writer, input os.FileInfo) (*Output, error) {
 	if name == "-" {
 		if o, err := openStdoutFile(stdout); o != nil || err != nil {
 			return o, err
@@ -57,6 +67,8 @@ func Create(name string, stdout io.Writer) (*Output, error) {
 	replacing := false
 	if fi, err := os.Stat(name); err == nil {
 		switch {
+		case input != nil && os.SameFile(input, fi):
+			return nil, ErrIsInput
 		case fi.IsDir():
 			return nil, errors.New("output is a directory")
 		case !fi.Mode().IsRegular() || isDescriptorPath(name):

@@ -64,7 +64,10 @@ func transformMembers(opts Options, ts []*Tensor, to format.Kind) (*Result, erro
 		}
 		return nil, pathErr(opts.Path, fmt.Errorf("--member %s matches none of its members (%s)", strings.Join(opts.Members, " --member "), strings.Join(names, ", ")))
 	}
-	if err := checkOutput(opts, ts[0], to); err != nil {
+	if err := checkOutput(opts, to); err != nil {
+		return nil, err
+	}
+	if err := checkNotInput(opts, ts[0]); err != nil {
 		return nil, err
 	}
 	res, err := StoreMembers(opts.Output, to, opts.Stdout, opts.BufferLimit, memberJobs(opts, ts, plans))

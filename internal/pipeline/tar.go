@@ -76,7 +76,7 @@ func transformTar(opts Options) (*Result, error) {
 		}
 		defer in.Close()
 		if o, err := os.Stat(opts.Output); err == nil && opts.Output != "-" && in.Info != nil && os.SameFile(in.Info, o) {
-			return nil, pathErr(opts.Output, errors.New("is the input file (or a link to it); write the result to another path"))
+			return nil, pathErr(opts.Output, fileio.ErrIsInput)
 		}
 		all, drop = in.Data, in.Drop
 		r = bytes.NewReader(all)

@@ -121,7 +121,7 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 	if err != nil {
 		return nil, pathErr(opts.Path, memberErr(t, err))
 	}
-	if err := checkOutput(opts, t, to); err != nil {
+	if err := checkOutput(opts, to); err != nil {
 		return nil, err
 	}
 	if f := format.Lookup(to); f != nil && f.CanWrite != nil {
@@ -155,7 +155,7 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 			}
 			t.Stream = nil
 		}
-		err = StoreNamed(opts.Output, to, out, t.Name, opts.Stdout, opts.BufferLimit, producer(plan, t, opts.Threads))
+		err = storeTensor(opts.Output, t.Info(), to, out, t.Name, opts.Stdout, opts.BufferLimit, producer(plan, t, opts.Threads))
 	}
 	if err != nil {
 		return nil, err
@@ -176,7 +176,7 @@ func streamStore(opts Options, to format.Kind, h format.Header, plan *ops.Plan, 
 		_, err := StoreMembers(opts.Output, to, opts.Stdout, opts.BufferLimit, memberJobs(opts, []*Tensor{t}, []*ops.Plan{plan}))
 		return err
 	}
-	out, err := fileio.Create(opts.Output, opts.Stdout)
+	out, err := fileio.CreateFor(opts.Output, opts.Stdout, t.Info())
 	if err != nil {
 		return pathErr(opts.Output, err)
 	}
@@ -274,23 +274,30 @@ func outputKind(to format.Kind, output string, in format.Kind) format.Kind {
 	return in
 }
 
-func checkOutput(opts Options, t *Tensor, to format.Kind) error {
+// checkOutput refuses, before any work, an output the job cannot write:
+// binary data to a terminal, a path whose extension names no format.
+func checkOutput(opts Options, to format.Kind) error {
 	if opts.Output == "-" {
 		if opts.StdoutTTY && to != format.KindJSON {
 			return pathErr("stdout", fmt.Errorf("refusing to write binary %s data to a terminal; use -o FILE, a redirect, or --to json", to))
 		}
+		return nil
 	}
-	if opts.To == "" && opts.Output != "-" {
+	if opts.To == "" {
 		if err := format.ExtensionError(opts.Output); err != nil {
 			return pathErr(opts.Output, err)
 		}
 	}
-	if opts.Output == "-" {
-		return nil
-	}
-	if in := t.Info(); in != nil {
+	return nil
+}
+
+// checkNotInput refuses an output that is t's input file, before an
+// archive's members are worked on (a single tensor's output is checked
+// as it is created: fileio.CreateFor).
+func checkNotInput(opts Options, t *Tensor) error {
+	if in := t.Info(); in != nil && opts.Output != "-" {
 		if fi, err := os.Stat(opts.Output); err == nil && os.SameFile(in, fi) {
-			return pathErr(opts.Output, errors.New("is the input file (or a link to it); write the result to another path"))
+			return pathErr(opts.Output, fileio.ErrIsInput)
 		}
 	}
 	return nil
@@ -305,6 +312,12 @@ func Store(path string, kind format.Kind, h format.Header, stdout io.Writer, lim
 // StoreNamed is Store for a tensor with a name: the ONNX TensorProto name
 // of an onnx output.
 func StoreNamed(path string, kind format.Kind, h format.Header, name string, stdout io.Writer, limit int, p Producer) error {
+	return storeTensor(path, nil, kind, h, name, stdout, limit, p)
+}
+
+// storeTensor is StoreNamed for the result of the input file described by
+// input (nil for none), which it refuses to overwrite (fileio.CreateFor).
+func storeTensor(path string, input os.FileInfo, kind format.Kind, h format.Header, name string, stdout io.Writer, limit int, p Producer) error {
 	if limit <= 0 {
 		limit = DefaultBufferLimit
 	}
@@ -313,7 +326,7 @@ func StoreNamed(path string, kind format.Kind, h format.Header, name string, std
 		_, err := StoreMembers(path, kind, stdout, limit, []MemberJob{{Name: DefaultMemberName, Header: h, Producer: p}})
 		return err
 	}
-	out, err := fileio.Create(path, stdout)
+	out, err := fileio.CreateFor(path, stdout, input)
 	if err != nil {
 		return pathErr(path, err)
 	}
