@@ -210,7 +210,30 @@ func temps(t *testing.T, dir string) []string {
 	return m
 }
 
-// waitMidWrite polls until the temporary output exists and holds at least
+// unnamed lists the unnamed files (O_TMPFILE) in dir that process p has
+// open, as /proc/PID/fd/N paths (a stat of one gives the file's size): a
+// new output is written there before it gets its name. None where /proc
+// or O_TMPFILE is missing.
+func unnamed(p *proc, dir string) []string {
+	fds := fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid)
+	entries, _ := os.ReadDir(fds)
+	var found []string
+	for _, e := range entries {
+		target, err := os.Readlink(filepath.Join(fds, e.Name()))
+		if err == nil && strings.HasPrefix(target, dir+"/#") && strings.HasSuffix(target, " (deleted)") {
+			found = append(found, filepath.Join(fds, e.Name()))
+		}
+	}
+	return found
+}
+
+// inFlight is the output p is writing in dir: a temporary file beside
+// the target (replacing one), or an unnamed one (a new output).
+func inFlight(t *testing.T, p *proc, dir string) []string {
+	return append(temps(t, dir), unnamed(p, dir)...)
+}
+
+// waitMidWrite polls until the output in flight exists and holds at least
 // minSize bytes, then lets the process run for settle more: the process
 // is then writing its result (into the mapping, or item by item). It
 // returns false if the process finished first.
@@ -221,7 +244,7 @@ func waitMidWrite(t *testing.T, p *proc, dir string, minSize int64, settle time.
 		if p.exited() {
 			return "", false
 		}
-		for _, name := range temps(t, dir) {
+		for _, name := range inFlight(t, p, dir) {
 			if fi, err := os.Stat(name); err == nil && fi.Size() >= minSize {
 				time.Sleep(settle)
 				return name, !p.exited()
@@ -380,6 +403,16 @@ func testKillMidWrite(t *testing.T, bin string) {
 					t.Errorf("an output exists after SIGKILL (%d bytes)", len(got))
 				}
 				left := temps(t, dir)
+				if !previous {
+					// A new output was written unnamed: SIGKILL leaves nothing.
+					if len(left) != 0 {
+						t.Errorf("a new output killed mid-write left %v", left)
+					}
+					if digest(t, filepath.Join(dir, "in.npy")) != inSum {
+						t.Error("the input was modified")
+					}
+					return
+				}
 				if len(left) != 1 || !tempPattern.MatchString(filepath.Base(left[0])) {
 					t.Fatalf("leftover temporary files %v, want one named like .out.npy.depthspace-*.tmp", left)
 				}
@@ -799,7 +832,7 @@ func testBatchInterrupted(t *testing.T, bin string) {
 		// Wait for a.npy to be finished and b.npy's temporary file to exist.
 		seen := false
 		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && !p.exited(); time.Sleep(time.Millisecond) {
-			if _, err := os.Stat(filepath.Join(out, "a.npy")); err == nil && len(temps(t, out)) > 0 {
+			if _, err := os.Stat(filepath.Join(out, "a.npy")); err == nil && len(inFlight(t, p, out)) > 0 {
 				seen = true
 				break
 			}

@@ -4,7 +4,6 @@ package fileio
 
 import (
 	"errors"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"syscall"
@@ -69,9 +68,6 @@ func rename(from, to string) error {
 		return nil
 	}
 }
-
-// randomName is a temporary file's random part.
-func randomName() uint32 { return rand.Uint32() }
 
 // Scratch is a new file for a run's own use, in the directory for
 // temporary files: unlinked from the start where the system allows

@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -37,7 +40,18 @@ type Output struct {
 	// replacing: the target exists (a regular file), so the rename will
 	// replace it.
 	replacing bool
+	// anon: f has no name yet (createAnon); Commit links it as the
+	// target, with no temporary name.
+	anon bool
 }
+
+// errNoAnon: the system makes no unnamed files (createAnon).
+var errNoAnon = errors.New("no unnamed files here")
+
+// anonRefused: a file made by createAnon could not be linked here
+// (neither linkat AT_EMPTY_PATH nor /proc); later outputs use named
+// temporary files from the start.
+var anonRefused atomic.Bool
 
 var filePerm = 0o666 &^ umask()
 
@@ -82,6 +96,14 @@ func CreateFor(name string, stdout io.Writer, input os.FileInfo) (*Output, error
 			return &Output{Name: name, w: f, closer: f}, nil
 		}
 		replacing = true
+	}
+	if !replacing {
+		if f, err := createAnon(dir); err == nil {
+			return &Output{Name: name, w: f, f: f, anon: true}, nil
+		}
+		// No O_TMPFILE here (another system, an old kernel, a filesystem
+		// without it), or the directory is not usable: the named file
+		// below works or says why.
 	}
 	HandleSignals() // before the first temporary file exists
 	f, err := createTracked(dir, fmt.Sprintf(TempPattern, filepath.Base(name)))
@@ -293,6 +315,15 @@ func (o *Output) Commit() error {
 			err = o.f.Truncate(fi.Size())
 		}
 	}
+	if o.anon {
+		if err == nil {
+			err = o.linkAnon()
+		}
+		if cerr := o.f.Close(); err == nil {
+			err = cerr
+		}
+		return unwrapPath(err) // on failure nothing has a name: nothing to remove
+	}
 	if cerr := o.f.Close(); err == nil {
 		err = cerr
 	}
@@ -316,15 +347,95 @@ func (o *Output) Abort() {
 	if o.unmap != nil {
 		_ = o.unmap()
 	}
-	if o.stdout != nil {
+	switch {
+	case o.stdout != nil:
 		o.stdout.abort(o.f)
-	} else if o.f != nil {
+	case o.anon:
+		o.f.Close() // unnamed: the system frees it
+	case o.f != nil:
 		o.f.Close()
 		untrackRemove(o.tmp)
 	}
 	if o.closer != nil {
 		o.closer.Close()
 	}
+}
+
+// linkAnon names the finished unnamed output as the target. A target
+// made since Create looked (EEXIST) is replaced as any other, through a
+// temporary name and rename; where unnamed files cannot be linked at all,
+// the bytes are copied into a named temporary file once, and later
+// outputs do without them.
+func (o *Output) linkAnon() error {
+	err := linkAnonFunc(o.f, o.Name)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, syscall.EEXIST):
+		HandleSignals()
+		tmp, err := linkTracked(o.f, o.Name)
+		if err != nil {
+			return err
+		}
+		if err := rename(tmp, o.Name); err != nil {
+			untrackRemove(tmp)
+			return err
+		}
+		untrack(tmp)
+		return nil
+	case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, errNoAnon):
+		anonRefused.Store(true)
+		return o.copyAnon()
+	}
+	return err
+}
+
+// randomName is a temporary file's random part.
+func randomName() uint32 { return rand.Uint32() }
+
+// linkAnonFunc is linkAnon; tests make it fail.
+var linkAnonFunc = linkAnon
+
+// linkTracked links the unnamed file f under a new temporary name beside
+// target, recorded for the signal handler as createTracked does.
+func linkTracked(f *os.File, target string) (string, error) {
+	createMu.RLock()
+	defer createMu.RUnlock()
+	for try := 0; ; try++ {
+		tmp := filepath.Join(filepath.Dir(target), strings.Replace(fmt.Sprintf(TempPattern, filepath.Base(target)), "*", strconv.FormatUint(uint64(randomName()), 10), 1))
+		err := linkAnonFunc(f, tmp)
+		if errors.Is(err, syscall.EEXIST) && try < 10000 {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		track(tmp)
+		return tmp, nil
+	}
+}
+
+// copyAnon copies the unnamed output into a named temporary file renamed
+// over the target: the way out where it cannot be linked.
+func (o *Output) copyAnon() error {
+	HandleSignals()
+	dst, err := createTracked(filepath.Dir(o.Name), fmt.Sprintf(TempPattern, filepath.Base(o.Name)))
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(dst, io.NewSectionReader(o.f, 0, 1<<62))
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = rename(dst.Name(), o.Name)
+	}
+	if err != nil {
+		untrackRemove(dst.Name())
+		return err
+	}
+	untrack(dst.Name())
+	return nil
 }
 
 func unwrapPath(err error) error {

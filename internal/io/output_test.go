@@ -3,6 +3,8 @@ package fileio
 import (
 	"os"
 	"path/filepath"
+	"runtime"
+	"syscall"
 	"testing"
 )
 
@@ -34,5 +36,79 @@ func TestCreateReplacesDevShmFile(t *testing.T) {
 		if !isDescriptorPath(p) {
 			t.Errorf("%s is not seen as a device or descriptor", p)
 		}
+	}
+}
+
+// A new output is written unnamed where the system allows (O_TMPFILE)
+// and appears complete under its name at Commit: nothing is seen in the
+// directory before. A target made meanwhile is replaced as usual, and
+// where the unnamed file cannot be linked its bytes are copied into a
+// named temporary file; every way ends with the target whole and nothing
+// else in the directory, and an aborted one leaves nothing.
+func TestNewOutputs(t *testing.T) {
+	data := []byte("the whole result")
+	for _, c := range []struct {
+		name   string
+		before func(dir string)             // between Create and Commit
+		link   func(*os.File, string) error // nil: the real one
+	}{
+		{name: "linked"},
+		{name: "linked through /proc", before: func(string) { procLink.Store(true) }},
+		{name: "target made meanwhile", before: func(dir string) { os.WriteFile(filepath.Join(dir, "out.npy"), []byte("other"), 0o644) }},
+		{name: "cannot link", link: func(*os.File, string) error { return syscall.EPERM }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.link != nil {
+				defer func(f func(*os.File, string) error) { linkAnonFunc = f; anonRefused.Store(false) }(linkAnonFunc)
+				linkAnonFunc = c.link
+			}
+			dir := t.TempDir()
+			name := filepath.Join(dir, "out.npy")
+			o, err := Create(name, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if runtime.GOOS == "linux" && !o.anon {
+				if f, err := createAnon(dir); err != nil {
+					t.Skipf("no unnamed files in %s: %v", dir, err)
+				} else {
+					f.Close()
+				}
+				t.Fatal("a new output was not made unnamed")
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 && o.anon {
+				t.Errorf("an unnamed output shows in the directory: %v", entries)
+			}
+			if _, err := o.WriteAt(data, 0); err != nil {
+				t.Fatal(err)
+			}
+			if c.before != nil {
+				c.before(dir)
+			}
+			err = o.Commit()
+			procLink.Store(false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := os.ReadFile(name); string(got) != string(data) {
+				t.Errorf("target holds %q", got)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+				t.Errorf("directory holds %v, want the target alone", entries)
+			}
+			if fi, _ := os.Stat(name); fi.Mode().Perm() != filePerm {
+				t.Errorf("mode %v, want %v", fi.Mode().Perm(), os.FileMode(filePerm))
+			}
+		})
+	}
+	dir := t.TempDir()
+	o, err := Create(filepath.Join(dir, "out.npy"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.WriteAt(data, 0)
+	o.Abort()
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("an aborted new output left %v", entries)
 	}
 }
