@@ -128,6 +128,9 @@ func Run(opts Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	// An --out-dir this run makes holds no outputs yet: they are created
+	// without looking at their paths first (fileio.Target.Fresh).
+	fresh := outInfo == nil && os.Mkdir(opts.OutDir, 0o777) == nil
 	if err := os.MkdirAll(opts.OutDir, 0o777); err != nil {
 		return nil, &pipeline.PathError{Path: opts.OutDir, Err: fmt.Errorf("cannot create the output directory: %w", unwrap(err))}
 	}
@@ -145,6 +148,7 @@ func Run(opts Options) (*Summary, error) {
 	r.threads, r.free = threads, threads
 	r.cond = sync.NewCond(&r.mu)
 	cachePlans(&r.opts.Job)
+	r.opts.Job.FreshDir = fresh
 	// Threads workers take the files in order. A worker lives for the
 	// whole batch (a goroutine per file grew a new stack for each: 7% of
 	// a batch of small files) and takes the next file once its share of

@@ -61,16 +61,27 @@ const smallReserve = 1 << 20
 
 // Create starts an output. "-" writes to stdout.
 func Create(name string, stdout io.Writer) (*Output, error) {
-	return CreateFor(name, stdout, nil)
+	return CreateFor(name, stdout, Target{})
 }
 
 // ErrIsInput refuses an output that is the job's input file.
 var ErrIsInput = errors.New("is the input file (or a link to it); write the result to another path")
 
-// CreateFor is Create for the result of the input file described by
-// input (nil for none): an output that is that file, or a link to it, is
-// refused with ErrIsInput. The target is looked at once for both.
-func CreateFor(name string, stdout io.Writer, input os.FileInfo) (*Output, error) {
+// Target is what a job knows of its output path before creating it.
+type Target struct {
+	// Input is the job's input file, which the output must not be (nor a
+	// link to it); nil for none.
+	Input os.FileInfo
+	// Fresh: the output's directory was made by this run, so nothing is
+	// there yet and the path is not looked at (a batch into a new
+	// --out-dir). A file that appears meanwhile is replaced.
+	Fresh bool
+}
+
+// CreateFor is Create for the output of a job that knows t of it: an
+// output that is t.Input, or a link to it, is refused with ErrIsInput.
+// The target is looked at once for that and for what Create needs.
+func CreateFor(name string, stdout io.Writer, t Target) (*Output, error) {
 	if name == "-" {
 		if o, err := openStdoutFile(stdout); o != nil || err != nil {
 			return o, err
@@ -78,6 +89,12 @@ func CreateFor(name string, stdout io.Writer, input os.FileInfo) (*Output, error
 		return &Output{Name: name, w: stdout}, nil
 	}
 	dir := filepath.Dir(name)
+	if t.Fresh {
+		if f, err := createAnon(dir); err == nil {
+			return &Output{Name: name, w: f, f: f, anon: true}, nil
+		}
+	}
+	input := t.Input
 	replacing := false
 	if fi, err := os.Stat(name); err == nil {
 		switch {

@@ -51,11 +51,14 @@ func TestNewOutputs(t *testing.T) {
 		name   string
 		before func(dir string)             // between Create and Commit
 		link   func(*os.File, string) error // nil: the real one
+		fresh  bool                         // Target.Fresh: the path is not looked at
 	}{
 		{name: "linked"},
 		{name: "linked through /proc", before: func(string) { procLink.Store(true) }},
 		{name: "target made meanwhile", before: func(dir string) { os.WriteFile(filepath.Join(dir, "out.npy"), []byte("other"), 0o644) }},
 		{name: "cannot link", link: func(*os.File, string) error { return syscall.EPERM }},
+		{name: "fresh", fresh: true},
+		{name: "fresh, target made meanwhile", fresh: true, before: func(dir string) { os.WriteFile(filepath.Join(dir, "out.npy"), []byte("other"), 0o644) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.link != nil {
@@ -64,7 +67,7 @@ func TestNewOutputs(t *testing.T) {
 			}
 			dir := t.TempDir()
 			name := filepath.Join(dir, "out.npy")
-			o, err := Create(name, nil)
+			o, err := CreateFor(name, nil, Target{Fresh: c.fresh})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -42,6 +42,9 @@ type Options struct {
 	// Members (--member GLOB, repeatable) selects the members of a
 	// container to work on; the others are copied to the output unchanged.
 	Members []string
+	// FreshDir: Output's directory was made by this run (a batch into a
+	// new --out-dir), so Output does not exist and is not looked at.
+	FreshDir bool
 }
 
 // plan plans the job for one tensor.
@@ -155,7 +158,7 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 			}
 			t.Stream = nil
 		}
-		err = storeTensor(opts.Output, t.Info(), to, out, t.Name, opts.Stdout, opts.BufferLimit, producer(plan, t, opts.Threads))
+		err = storeTensor(opts.Output, fileio.Target{Input: t.Info(), Fresh: opts.FreshDir}, to, out, t.Name, opts.Stdout, opts.BufferLimit, producer(plan, t, opts.Threads))
 	}
 	if err != nil {
 		return nil, err
@@ -176,7 +179,7 @@ func streamStore(opts Options, to format.Kind, h format.Header, plan *ops.Plan, 
 		_, err := StoreMembers(opts.Output, to, opts.Stdout, opts.BufferLimit, memberJobs(opts, []*Tensor{t}, []*ops.Plan{plan}))
 		return err
 	}
-	out, err := fileio.CreateFor(opts.Output, opts.Stdout, t.Info())
+	out, err := fileio.CreateFor(opts.Output, opts.Stdout, fileio.Target{Input: t.Info(), Fresh: opts.FreshDir})
 	if err != nil {
 		return pathErr(opts.Output, err)
 	}
@@ -312,12 +315,13 @@ func Store(path string, kind format.Kind, h format.Header, stdout io.Writer, lim
 // StoreNamed is Store for a tensor with a name: the ONNX TensorProto name
 // of an onnx output.
 func StoreNamed(path string, kind format.Kind, h format.Header, name string, stdout io.Writer, limit int, p Producer) error {
-	return storeTensor(path, nil, kind, h, name, stdout, limit, p)
+	return storeTensor(path, fileio.Target{}, kind, h, name, stdout, limit, p)
 }
 
-// storeTensor is StoreNamed for the result of the input file described by
-// input (nil for none), which it refuses to overwrite (fileio.CreateFor).
-func storeTensor(path string, input os.FileInfo, kind format.Kind, h format.Header, name string, stdout io.Writer, limit int, p Producer) error {
+// storeTensor is StoreNamed for an output of which the job knows target
+// (fileio.CreateFor): the input file it must not overwrite, a new
+// directory.
+func storeTensor(path string, target fileio.Target, kind format.Kind, h format.Header, name string, stdout io.Writer, limit int, p Producer) error {
 	if limit <= 0 {
 		limit = DefaultBufferLimit
 	}
@@ -326,7 +330,7 @@ func storeTensor(path string, input os.FileInfo, kind format.Kind, h format.Head
 		_, err := StoreMembers(path, kind, stdout, limit, []MemberJob{{Name: DefaultMemberName, Header: h, Producer: p}})
 		return err
 	}
-	out, err := fileio.CreateFor(path, stdout, input)
+	out, err := fileio.CreateFor(path, stdout, target)
 	if err != nil {
 		return pathErr(path, err)
 	}
