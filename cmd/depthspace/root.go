@@ -40,7 +40,12 @@ func newRootCmdFor(s *streams, args []string) *cobra.Command {
 		for _, c := range subcommands {
 			for _, n := range c.names {
 				if args[0] == n {
-					return newRoot(s, []subcommand{c})
+					root := newRoot(s, []subcommand{c})
+					// Nor the completion command cobra adds to a root
+					// with subcommands (five commands and their flags):
+					// a run naming a command never reaches it.
+					root.CompletionOptions.DisableDefaultCmd = true
+					return root
 				}
 			}
 		}

@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	fileio "github.com/depthspace/depthspace/internal/io"
 	"github.com/depthspace/depthspace/internal/pipeline"
 )
 
@@ -149,6 +150,10 @@ func Run(opts Options) (*Summary, error) {
 	r.cond = sync.NewCond(&r.mu)
 	cachePlans(&r.opts.Job)
 	r.opts.Job.FreshDir = fresh
+	// The signal handler from the start: a batch replacing outputs would
+	// otherwise ignore SIGINT around its first replacement until the
+	// handler is in (fileio's replaceAnon), and its cost is paid once.
+	fileio.HandleSignals()
 	// Threads workers take the files in order. A worker lives for the
 	// whole batch (a goroutine per file grew a new stack for each: 7% of
 	// a batch of small files) and takes the next file once its share of

@@ -114,14 +114,12 @@ func CreateFor(name string, stdout io.Writer, t Target) (*Output, error) {
 		}
 		replacing = true
 	}
-	if !replacing {
-		if f, err := createAnon(dir); err == nil {
-			return &Output{Name: name, w: f, f: f, anon: true}, nil
-		}
-		// No O_TMPFILE here (another system, an old kernel, a filesystem
-		// without it), or the directory is not usable: the named file
-		// below works or says why.
+	if f, err := createAnon(dir); err == nil {
+		return &Output{Name: name, w: f, f: f, anon: true, replacing: replacing}, nil
 	}
+	// No O_TMPFILE here (another system, an old kernel, a filesystem
+	// without it), or the directory is not usable: the named file below
+	// works or says why.
 	HandleSignals() // before the first temporary file exists
 	f, err := createTracked(dir, fmt.Sprintf(TempPattern, filepath.Base(name)))
 	if err != nil {
@@ -333,7 +331,11 @@ func (o *Output) Commit() error {
 		}
 	}
 	if o.anon {
-		if err == nil {
+		switch {
+		case err != nil:
+		case o.replacing:
+			err = o.replaceAnon()
+		default:
 			err = o.linkAnon()
 		}
 		if cerr := o.f.Close(); err == nil {
@@ -379,33 +381,75 @@ func (o *Output) Abort() {
 }
 
 // linkAnon names the finished unnamed output as the target. A target
-// made since Create looked (EEXIST) is replaced as any other, through a
-// temporary name and rename; where unnamed files cannot be linked at all,
-// the bytes are copied into a named temporary file once, and later
-// outputs do without them.
+// made since Create looked (EEXIST) is replaced as any other
+// (replaceAnon); where unnamed files cannot be linked at all, the bytes
+// are copied into a named temporary file once, and later outputs do
+// without them.
 func (o *Output) linkAnon() error {
 	err := linkAnonFunc(o.f, o.Name)
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, syscall.EEXIST):
-		HandleSignals()
-		tmp, err := linkTracked(o.f, o.Name)
-		if err != nil {
-			return err
-		}
-		if err := rename(tmp, o.Name); err != nil {
-			untrackRemove(tmp)
-			return err
-		}
-		untrack(tmp)
-		return nil
-	case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, errNoAnon):
+		return o.replaceAnon()
+	case anonUnlinkable(err):
 		anonRefused.Store(true)
 		return o.copyAnon()
 	}
 	return err
 }
+
+func anonUnlinkable(err error) bool {
+	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, errNoAnon)
+}
+
+// replaceAnon puts the finished unnamed output in place of the existing
+// target: linked under a temporary name beside it, then renamed over it.
+// That name exists for the two system calls. With the signal handler
+// installed (a batch, or an earlier temporary file) it is recorded for
+// it as any temporary file. Without (a run with one output: installing
+// the handler starts a thread, a fifth of a short run's time), SIGINT,
+// SIGTERM and SIGHUP are ignored from those two calls on, so that they
+// cannot leave the name behind, and the handler is installed on another
+// goroutine, off the run's path: a run with more to do is interrupted as
+// any other once it is in (a signal in between is lost, as if it had
+// come a moment later).
+func (o *Output) replaceAnon() error {
+	err := o.replaceAnonWindow()
+	if anonUnlinkable(err) {
+		anonRefused.Store(true)
+		return o.copyAnon()
+	}
+	return err
+}
+
+func (o *Output) replaceAnonWindow() error {
+	windowMu.Lock()
+	defer windowMu.Unlock()
+	if !handling.Load() {
+		signal.Ignore(windowSignals...)
+		defer func() { go HandleSignals() }()
+	}
+	tmp, err := linkTracked(o.f, o.Name)
+	if err != nil {
+		return err
+	}
+	if err := rename(tmp, o.Name); err != nil {
+		untrackRemove(tmp)
+		return err
+	}
+	untrack(tmp)
+	return nil
+}
+
+var (
+	windowSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+	// windowMu: a replacement's window (replaceAnon) and the handler's
+	// installation do not overlap: the window's Ignore would undo the
+	// handler's Notify.
+	windowMu sync.Mutex
+	handling atomic.Bool // the handler is installed
+)
 
 // randomName is a temporary file's random part.
 func randomName() uint32 { return rand.Uint32() }
@@ -539,6 +583,9 @@ func HandleSignals() {
 var signalsOnce sync.Once
 
 func handleSignals() {
+	windowMu.Lock()
+	defer windowMu.Unlock()
+	defer handling.Store(true)
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	go func() {
