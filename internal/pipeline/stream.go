@@ -365,10 +365,17 @@ func runChunk(ck *ops.Chunker, ch ops.Chunk, out chunkOutput, base int64, src, d
 			_, err = out.Write(b[:s.Len])
 		}
 		if err != nil {
-			return err
+			return &writeError{err}
 		}
 		b = b[s.Len:]
 	}
 	progress(int64(ch.Bytes))
 	return nil
 }
+
+// writeError is a failure to write the output (a full disk), told from
+// the input's errors so that the message names the output.
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return e.err.Error() }
+func (e *writeError) Unwrap() error { return e.err }

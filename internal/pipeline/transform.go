@@ -230,6 +230,10 @@ func streamStore(opts Options, to format.Kind, h format.Header, plan *ops.Plan, 
 		return fail(err)
 	}
 	if err := streamRun(plan, t, out, int64(len(preamble)), opts.Threads, opts.ChunkBytes, opts.Progress); err != nil {
+		var we *writeError
+		if errors.As(err, &we) {
+			return fail(pathErr(displayName(opts.Output), we.err))
+		}
 		if t.Stream != nil && !errors.Is(err, errInternal) {
 			return fail(pathErr("stdin", err))
 		}
