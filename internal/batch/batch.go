@@ -171,6 +171,7 @@ func Run(opts Options) (*Summary, error) {
 				it := mine[i]
 				switch {
 				case it.err != nil:
+					r.release(w) // none taken (take), given back all the same
 					r.finish(i, Record{Input: it.input, Status: StatusFailed}, it.err, 0)
 					continue
 				case opts.SkipExisting && exists(it.output):
@@ -246,6 +247,7 @@ func (r *runner) take() (i, threads int, ok bool) {
 		if r.turn >= len(r.items) {
 			return 0, 0, false
 		}
+		threads = 0 // a walk error: reported, no threads
 		if it := r.items[r.turn]; it.err == nil {
 			threads = threadsFor(it.size, r.threads)
 		}

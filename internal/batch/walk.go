@@ -160,9 +160,11 @@ func (w *walker) dir(p, rel string, path []dir) {
 		w.add(item{input: p, rel: rel, arg: w.arg, err: &pipeline.PathError{Path: p, Err: fmt.Errorf("cannot read the directory: %w", unwrap(err))}})
 		// ReadDir returns what it could read before the error: walk that.
 	}
-	if d != nil {
-		defer d.Close()
+	type sub struct {
+		p, rel string
+		path   []dir
 	}
+	var subs []sub
 	for _, e := range entries {
 		child := filepath.Join(p, e.Name())
 		crel := joinRel(rel, e.Name())
@@ -204,21 +206,28 @@ func (w *walker) dir(p, rel string, path []dir) {
 					Err: fmt.Errorf("symbolic link loop (leads back to %s); not followed", loop)}})
 				continue
 			}
-			sub := append(path[:len(path):len(path)], dir{child, info})
-			select {
-			case w.sem <- struct{}{}:
-				w.wg.Add(1)
-				go func() {
-					defer func() { <-w.sem; w.wg.Done() }()
-					w.dir(child, crel, sub)
-				}()
-			default:
-				w.dir(child, crel, sub)
-			}
+			subs = append(subs, sub{child, crel, append(path[:len(path):len(path)], dir{child, info})})
 			continue
 		}
 		if info.Mode().IsRegular() && IsTensorName(e.Name()) {
 			w.add(item{input: child, rel: crel, size: info.Size(), arg: w.arg})
+		}
+	}
+	// Closed before going down: open directories do not pile up with the
+	// tree's depth.
+	if d != nil {
+		d.Close()
+	}
+	for _, s := range subs {
+		select {
+		case w.sem <- struct{}{}:
+			w.wg.Add(1)
+			go func() {
+				defer func() { <-w.sem; w.wg.Done() }()
+				w.dir(s.p, s.rel, s.path)
+			}()
+		default:
+			w.dir(s.p, s.rel, s.path)
 		}
 	}
 }

@@ -53,6 +53,10 @@ var errNoAnon = errors.New("no unnamed files here")
 // temporary files from the start.
 var anonRefused atomic.Bool
 
+// procLink: linkat with AT_EMPTY_PATH was refused (it needs
+// CAP_DAC_READ_SEARCH on many kernels); link through /proc/self/fd.
+var procLink atomic.Bool
+
 var filePerm = 0o666 &^ umask()
 
 // smallReserve: outputs under this size that replace nothing are not
@@ -416,31 +420,45 @@ func anonUnlinkable(err error) bool {
 // come a moment later).
 func (o *Output) replaceAnon() error {
 	err := o.replaceAnonWindow()
-	if anonUnlinkable(err) {
+	var le *linkError
+	if errors.As(err, &le) && anonUnlinkable(le.err) {
 		anonRefused.Store(true)
 		return o.copyAnon()
 	}
 	return err
 }
 
+// linkError is linkTracked's failure, told from the rename's: only a file
+// that cannot be linked is copied instead (a rename refused, say over
+// another user's file in a sticky directory, would be refused again).
+type linkError struct{ err error }
+
+func (e *linkError) Error() string { return e.err.Error() }
+func (e *linkError) Unwrap() error { return e.err }
+
 func (o *Output) replaceAnonWindow() error {
-	windowMu.Lock()
-	defer windowMu.Unlock()
-	if !handling.Load() {
-		signal.Ignore(windowSignals...)
-		defer func() { go HandleSignals() }()
+	if !handling.Load() { // once installed, the handler stays: no lock
+		windowMu.Lock()
+		defer windowMu.Unlock()
+		if !handling.Load() {
+			signal.Ignore(windowSignals...)
+			defer func() { go HandleSignals() }()
+		}
 	}
 	tmp, err := linkTracked(o.f, o.Name)
 	if err != nil {
-		return err
+		return &linkError{err}
 	}
-	if err := rename(tmp, o.Name); err != nil {
+	if err := renameFunc(tmp, o.Name); err != nil {
 		untrackRemove(tmp)
 		return err
 	}
 	untrack(tmp)
 	return nil
 }
+
+// renameFunc is rename; tests make it fail.
+var renameFunc = rename
 
 var (
 	windowSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}

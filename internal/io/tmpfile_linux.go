@@ -3,7 +3,6 @@ package fileio
 import (
 	"os"
 	"strconv"
-	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,10 +28,6 @@ func createAnon(dir string) (*os.File, error) {
 		return os.NewFile(uintptr(fd), dir+"/(new)"), nil
 	}
 }
-
-// procLink: linkat with AT_EMPTY_PATH was refused (it needs
-// CAP_DAC_READ_SEARCH on many kernels); link through /proc/self/fd.
-var procLink atomic.Bool
 
 // linkAnon gives the unnamed file f the name name; it fails with EEXIST
 // if name exists.
