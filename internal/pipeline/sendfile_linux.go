@@ -49,3 +49,25 @@ func growPipe(f *os.File) {
 		rc.Control(func(fd uintptr) { unix.FcntlInt(fd, unix.F_SETPIPE_SZ, 1<<20) })
 	}
 }
+
+// dropSent frees the pages of the scratch file f before off that have
+// been sent (punching a hole, page-aligned: a partial page would be
+// zeroed under a pipe that still refers to it), from *dropped on. The
+// spool then holds what is in flight, not the whole output: its dirty
+// pages were 1 GiB for a 1 GiB result, which the kernel began writing to
+// the disk of TMPDIR and throttled the run for. A filesystem that cannot
+// punch holes keeps them, as before.
+func dropSent(f *os.File, dropped *int64, off int64) {
+	end := off &^ (pageSize - 1)
+	if end <= *dropped || *dropped < 0 {
+		return
+	}
+	err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, *dropped, end-*dropped)
+	if err != nil {
+		*dropped = -1 // not here: stop trying
+		return
+	}
+	*dropped = end
+}
+
+var pageSize = int64(os.Getpagesize())

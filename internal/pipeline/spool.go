@@ -226,7 +226,7 @@ func (o *outSpool) send() {
 	buf := fileio.GetBuffer(1 << 20)
 	defer fileio.PutBuffer(buf)
 	sf := o.dst.StreamFile() // nil: not a file sendfile can write to (grown by streamRun)
-	var sent int64
+	var sent, dropped int64
 	for {
 		o.mu.Lock()
 		for o.ready == sent && !o.closed {
@@ -262,6 +262,7 @@ func (o *outSpool) send() {
 			o.mu.Unlock()
 			return
 		}
+		dropSent(o.f, &dropped, sent)
 		if closed && sent == ready {
 			return
 		}
