@@ -43,6 +43,13 @@ type Output struct {
 	// anon: f has no name yet (createAnon); Commit links it as the
 	// target, with no temporary name.
 	anon bool
+	// wmu lets one write into f at a time. The kernel takes the file's
+	// lock for each buffered write anyway (ext4, tmpfs), and a writer
+	// that finds it taken spins on it: under this VM's hypervisor, with
+	// the holder's virtual CPU descheduled, two workers writing one 1 GiB
+	// file took 2-3.3 s of wall and 3-4 s of system time, against
+	// 0.33-0.53 s waiting here (the other worker computes meanwhile).
+	wmu sync.Mutex
 }
 
 // errNoAnon: the system makes no unnamed files (createAnon).
@@ -204,7 +211,8 @@ func (o *Output) Write(p []byte) (int, error) {
 }
 
 // WriteAt writes at an offset of a file output (pwrite). Several goroutines
-// may write disjoint ranges at once.
+// may write disjoint ranges at once; their writes go in one at a time
+// (wmu says why).
 func (o *Output) WriteAt(p []byte, off int64) (int, error) {
 	if o.f == nil {
 		return 0, errors.New("standard output cannot be written at an offset")
@@ -213,6 +221,8 @@ func (o *Output) WriteAt(p []byte, off int64) (int, error) {
 		o.stdout.wrote(off + int64(len(p)))
 		off += o.stdout.base
 	}
+	o.wmu.Lock()
+	defer o.wmu.Unlock()
 	n, err := o.f.WriteAt(p, off)
 	if err != nil {
 		err = unwrapPath(err)

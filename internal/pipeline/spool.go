@@ -140,7 +140,8 @@ type outSpool struct {
 	f      *os.File
 	dst    *fileio.Output
 	size   int64
-	sufMin []int64 // sufMin[i]: the least output offset of chunks i and later
+	sufMin []int64    // sufMin[i]: the least output offset of chunks i and later
+	wmu    sync.Mutex // one write into f at a time
 
 	mu     sync.Mutex
 	cond   *sync.Cond
@@ -193,6 +194,9 @@ func (o *outSpool) WriteAt(p []byte, off int64) (int, error) {
 	if err != nil {
 		return 0, err // the stream is gone: stop working
 	}
+	// One write at a time, as fileio.Output does (its wmu says why).
+	o.wmu.Lock()
+	defer o.wmu.Unlock()
 	return o.f.WriteAt(p, off)
 }
 
