@@ -164,7 +164,7 @@ func Run(opts Options) (*Summary, error) {
 		go func() {
 			defer wg.Done()
 			for {
-				i, w, ok := r.take()
+				i, w, skip, ok := r.take()
 				if !ok {
 					return
 				}
@@ -174,7 +174,7 @@ func Run(opts Options) (*Summary, error) {
 					r.release(w) // none taken (take), given back all the same
 					r.finish(i, Record{Input: it.input, Status: StatusFailed}, it.err, 0)
 					continue
-				case opts.SkipExisting && exists(it.output):
+				case skip:
 					r.release(w)
 					r.finish(i, Record{Input: it.input, Output: it.output, Status: StatusSkipped}, nil, 0)
 					continue
@@ -237,18 +237,23 @@ func (r *runner) made(dir string) bool {
 }
 
 // take gives a worker the next file and its share of the threads, once
-// that share is free: files start in list order (a file needing every
+// that share is free (none for a walk error or a file --skip-existing
+// skips, which skip says): files start in list order (a file needing every
 // thread is not overtaken by the small ones after it). Small files, one
 // thread each, are taken without waiting.
-func (r *runner) take() (i, threads int, ok bool) {
+func (r *runner) take() (i, threads int, skip, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for {
 		if r.turn >= len(r.items) {
-			return 0, 0, false
+			return 0, 0, false, false
 		}
-		threads = 0 // a walk error: reported, no threads
-		if it := r.items[r.turn]; it.err == nil {
+		threads, skip = 0, false
+		switch it := r.items[r.turn]; {
+		case it.err != nil: // a walk error: reported, no threads
+		case r.opts.SkipExisting && exists(it.output):
+			skip = true // --skip-existing: nothing to do, no threads to wait for
+		default:
 			threads = threadsFor(it.size, r.threads)
 		}
 		if r.free >= threads {
@@ -261,7 +266,7 @@ func (r *runner) take() (i, threads int, ok bool) {
 	i = r.turn
 	r.turn++
 	r.free -= threads
-	return i, threads, true
+	return i, threads, skip, true
 }
 
 // release gives back the threads a file took.

@@ -229,7 +229,7 @@ func TestRunnerThreads(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				i, w, ok := r.take()
+				i, w, _, ok := r.take()
 				if !ok {
 					return
 				}
