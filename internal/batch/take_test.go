@@ -15,34 +15,39 @@ import (
 // would wait forever (a batch hung: found in review).
 func TestTakeStaleThreadsOnErrItem(t *testing.T) {
 	const mib = 1 << 20
-	r := &runner{threads: 4, free: 4}
+	r := &runner{threads: 4, free: 1, turn: 2}
 	r.cond = sync.NewCond(&r.mu)
-	r.items = []item{{size: 12 * mib}, {size: 1}, {size: 8 * mib}, {err: errors.New("walk error")}, {size: 64 * mib}}
-	_, w0, _, _ := r.take() // item 0, 3 threads
-	_, w1, _, _ := r.take() // item 1, 1 thread
+	r.items = []item{{size: 1}, {size: 1}, {size: 8 * mib}, {err: errors.New("walk error")}, {size: 64 * mib}}
 	type got struct{ i, w int }
-	ch := make(chan got, 2)
-	for range 2 {
-		go func() { i, w, _, _ := r.take(); ch <- got{i, w} }()
-	}
-	waitFor := func(cond func() bool) {
-		for {
-			r.mu.Lock()
-			ok := cond()
-			r.mu.Unlock()
-			if ok {
-				return
-			}
-			time.Sleep(time.Millisecond)
+	ch := make(chan got, 1)
+	go func() { i, w, _, _ := r.take(); ch <- got{i, w} }() // waits: item 2 needs 2 threads
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		r.mu.Lock()
+		waiting := r.waiting
+		r.mu.Unlock()
+		if waiting == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("take did not wait for the threads of item 2")
 		}
 	}
-	waitFor(func() bool { return r.waiting == 2 })
-	r.release(w0)
-	<-ch
-	waitFor(func() bool { return r.turn == 3 && r.waiting == 1 })
-	r.release(w1)
-	if b := <-ch; b.i == 3 && b.w != 0 {
-		t.Errorf("walk-error item 3 was given %d threads (stale from item 2); Run's it.err branch never releases them", b.w)
+	// Another worker takes item 2 and a file finishes: 2 threads free,
+	// the walk error next.
+	r.mu.Lock()
+	r.turn, r.free = 3, 2
+	r.mu.Unlock()
+	r.cond.Broadcast()
+	select {
+	case g := <-ch:
+		if g.i != 3 || g.w != 0 {
+			t.Errorf("the waiting worker took item %d with %d threads; want the walk error (3) with none", g.i, g.w)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting worker did not take the walk error")
+	}
+	if r.free != 2 {
+		t.Errorf("%d threads free, want 2", r.free)
 	}
 }
 
