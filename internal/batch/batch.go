@@ -174,7 +174,7 @@ func Run(opts Options) (*Summary, error) {
 					r.release(w) // none taken (take), given back all the same
 					r.finish(i, Record{Input: it.input, Status: StatusFailed}, it.err, 0)
 					continue
-				case skip:
+				case skip || opts.SkipExisting && exists(it.output):
 					r.release(w)
 					r.finish(i, Record{Input: it.input, Output: it.output, Status: StatusSkipped}, nil, 0)
 					continue
@@ -237,8 +237,8 @@ func (r *runner) made(dir string) bool {
 }
 
 // take gives a worker the next file and its share of the threads, once
-// that share is free (none for a walk error or a file --skip-existing
-// skips, which skip says): files start in list order (a file needing every
+// that share is free (none for a walk error, nor for a file that would
+// wait and that --skip-existing skips, which skip says): files start in list order (a file needing every
 // thread is not overtaken by the small ones after it). Small files, one
 // thread each, are taken without waiting.
 func (r *runner) take() (i, threads int, skip, ok bool) {
@@ -249,12 +249,15 @@ func (r *runner) take() (i, threads int, skip, ok bool) {
 			return 0, 0, false, false
 		}
 		threads, skip = 0, false
-		switch it := r.items[r.turn]; {
-		case it.err != nil: // a walk error: reported, no threads
-		case r.opts.SkipExisting && exists(it.output):
-			skip = true // --skip-existing: nothing to do, no threads to wait for
-		default:
+		if it := r.items[r.turn]; it.err == nil { // a walk error: reported, no threads
 			threads = threadsFor(it.size, r.threads)
+			// A file that would wait and that --skip-existing skips is
+			// handed out with none. Looked at here only then: the other
+			// files' outputs are looked at by their workers, outside the
+			// lock.
+			if r.free < threads && r.opts.SkipExisting && exists(it.output) {
+				threads, skip = 0, true
+			}
 		}
 		if r.free >= threads {
 			break

@@ -40,13 +40,7 @@ func TestReplaceWithoutHandler(t *testing.T) {
 		}
 	}
 	name := filepath.Join(dir, "out.npy")
-	if err := os.WriteFile(name, []byte("previous"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	o, err := Create(name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := createOver(t, name, "previous")
 	if !o.anon || !o.replacing {
 		o.Abort()
 		t.Skipf("not replaced through an unnamed file here (anon %v, replacing %v)", o.anon, o.replacing)

@@ -19,13 +19,7 @@ func TestCreateReplacesDevShmFile(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	name := filepath.Join(dir, "out.npy")
-	if err := os.WriteFile(name, []byte("old"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	o, err := Create(name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := createOver(t, name, "old")
 	if !o.IsFile() || o.tmp == "" && !o.anon {
 		t.Fatalf("an existing file in /dev/shm is written as a stream (IsFile %v, temporary %q)", o.IsFile(), o.tmp)
 	}
@@ -141,13 +135,7 @@ func TestReplaceRenameRefused(t *testing.T) {
 	renameFunc = func(string, string) error { return syscall.EPERM }
 	dir := t.TempDir()
 	name := filepath.Join(dir, "out.npy")
-	if err := os.WriteFile(name, []byte("previous"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	o, err := Create(name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := createOver(t, name, "previous")
 	if !o.anon {
 		o.Abort()
 		t.Skip("no unnamed files here")
@@ -166,4 +154,17 @@ func TestReplaceRenameRefused(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("directory holds %v", entries)
 	}
+}
+
+// createOver writes previous to name and starts an output replacing it.
+func createOver(t *testing.T, name, previous string) *Output {
+	t.Helper()
+	if err := os.WriteFile(name, []byte(previous), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, err := Create(name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
