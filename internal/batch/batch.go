@@ -135,7 +135,8 @@ func Run(opts Options) (*Summary, error) {
 	if err := os.MkdirAll(opts.OutDir, 0o777); err != nil {
 		return nil, &pipeline.PathError{Path: opts.OutDir, Err: fmt.Errorf("cannot create the output directory: %w", unwrap(err))}
 	}
-	var mine []item
+	total := len(all)
+	mine := all[:0] // this shard's files, kept in place: the list is not copied
 	var bytes int64
 	for i, it := range all {
 		if opts.Shard.Owns(i) {
@@ -143,8 +144,9 @@ func Run(opts Options) (*Summary, error) {
 			bytes += it.size
 		}
 	}
+	clear(all[len(mine):])
 
-	r := &runner{opts: opts, items: mine, records: make([]Record, len(mine)), ready: make([]bool, len(mine)),
+	r := &runner{opts: opts, items: mine, pending: map[int]finished{},
 		rep: newReporter(opts.Stderr, opts.Progress, opts.ProgressInterval, len(mine), bytes)}
 	r.threads, r.free = threads, threads
 	r.cond = sync.NewCond(&r.mu)
@@ -189,7 +191,7 @@ func Run(opts Options) (*Summary, error) {
 	wg.Wait()
 	r.rep.finish()
 
-	s := &Summary{IsSummary: true, Shard: opts.Shard.String(), ShardFrom: opts.ShardFrom, Total: len(all), Files: len(mine),
+	s := &Summary{IsSummary: true, Shard: opts.Shard.String(), ShardFrom: opts.ShardFrom, Total: total, Files: len(mine),
 		Done: r.done, Skipped: r.skipped, Failed: r.failed, Bytes: r.bytes, Seconds: time.Since(start).Seconds()}
 	if opts.JSON != nil {
 		_ = json.NewEncoder(opts.JSON).Encode(s)
@@ -217,11 +219,11 @@ type runner struct {
 	turn    int // the next item to start
 	waiting int // workers waiting in take
 
-	// Records come out in list order: finished ones wait for the earlier.
+	// Records come out in list order: finished ones wait for the earlier,
+	// in pending (a few at a time: the files still running before them),
+	// rather than in a slot per file of the batch.
 	out     sync.Mutex
-	records []Record
-	errs    []error
-	ready   []bool
+	pending map[int]finished
 	next    int
 	rep     *reporter
 
@@ -333,12 +335,14 @@ func (r *runner) finish(i int, rec Record, err error, counted int64) {
 	r.rep.fileDone(r.items[i].size, counted, rec.Status == StatusFailed)
 	r.out.Lock()
 	defer r.out.Unlock()
-	if r.errs == nil {
-		r.errs = make([]error, len(r.items))
-	}
-	r.records[i], r.errs[i], r.ready[i] = rec, err, true
-	for ; r.next < len(r.items) && r.ready[r.next]; r.next++ {
-		rec, err := r.records[r.next], r.errs[r.next]
+	r.pending[i] = finished{rec, err}
+	for ; r.next < len(r.items); r.next++ {
+		f, ok := r.pending[r.next]
+		if !ok {
+			break
+		}
+		delete(r.pending, r.next)
+		rec, err := f.rec, f.err
 		switch rec.Status {
 		case StatusOK:
 			r.done++
@@ -352,8 +356,13 @@ func (r *runner) finish(i int, rec Record, err error, counted int64) {
 		if r.opts.JSON != nil {
 			_ = json.NewEncoder(r.opts.JSON).Encode(rec)
 		}
-		r.records[r.next], r.errs[r.next] = Record{}, nil
 	}
+}
+
+// finished is a file's outcome waiting for its turn to be reported.
+type finished struct {
+	rec Record
+	err error
 }
 
 // errorText is what went wrong, without the input's own path in front
