@@ -1,9 +1,14 @@
 package batch
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -81,5 +86,34 @@ func TestTakeSkipsWithoutThreads(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("a file to skip waited for the threads of the running one")
+	}
+}
+
+// Records come out in list order whatever order the files finish in, and
+// a finished file waits only until those before it are done: nothing is
+// kept once it is printed.
+func TestFinishPrintsInOrder(t *testing.T) {
+	var out bytes.Buffer
+	r := &runner{opts: Options{JSON: &out}, pending: map[int]finished{},
+		rep: newReporter(io.Discard, ProgressNone, 0, 5, 0)}
+	for i := range 5 {
+		r.items = append(r.items, item{input: fmt.Sprint(i)})
+	}
+	for _, i := range []int{2, 4, 0, 1, 3} {
+		r.finish(i, Record{Input: fmt.Sprint(i), Status: StatusOK}, nil, 0)
+		if len(r.pending) > 2 {
+			t.Errorf("after file %d, %d records kept", i, len(r.pending))
+		}
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var rec Record
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, rec.Input)
+	}
+	if strings.Join(got, " ") != "0 1 2 3 4" || len(r.pending) != 0 || r.done != 5 {
+		t.Errorf("records %v, %d kept, %d done; want 0..4 in order, none kept, 5 done", got, len(r.pending), r.done)
 	}
 }
