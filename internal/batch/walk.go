@@ -79,9 +79,9 @@ func list(inputs []string, outDir string, outInfo os.FileInfo, to format.Kind) (
 		items = append(items, it)
 		mu.Unlock()
 	}
-	// Directories are read by up to walkers goroutines at once: a tree of
-	// 5,000 small files took 30 ms to list alone, a tenth of its batch,
-	// before any file could start.
+	// Directories are read by up to GOMAXPROCS more goroutines at once:
+	// listing 5,000 small files in 100 directories took 23-26 ms, all
+	// before the first file could start, and 19-23 ms this way.
 	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
 	for i, arg := range inputs {
 		w := walker{arg: i, outInfo: outInfo, add: add, sem: sem}

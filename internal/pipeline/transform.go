@@ -158,7 +158,7 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 			}
 			t.Stream = nil
 		}
-		err = storeTensor(opts.Output, fileio.Target{Input: t.Info(), Fresh: opts.FreshDir}, to, out, t.Name, opts.Stdout, opts.BufferLimit, producer(plan, t, opts.Threads))
+		err = storeTensor(opts.Output, opts.target(t), to, out, t.Name, opts.Stdout, opts.BufferLimit, producer(plan, t, opts.Threads))
 	}
 	if err != nil {
 		return nil, err
@@ -179,7 +179,7 @@ func streamStore(opts Options, to format.Kind, h format.Header, plan *ops.Plan, 
 		_, err := StoreMembers(opts.Output, to, opts.Stdout, opts.BufferLimit, memberJobs(opts, []*Tensor{t}, []*ops.Plan{plan}))
 		return err
 	}
-	out, err := fileio.CreateFor(opts.Output, opts.Stdout, fileio.Target{Input: t.Info(), Fresh: opts.FreshDir})
+	out, err := fileio.CreateFor(opts.Output, opts.Stdout, opts.target(t))
 	if err != nil {
 		return pathErr(opts.Output, err)
 	}
@@ -279,6 +279,12 @@ func outputKind(to format.Kind, output string, in format.Kind) format.Kind {
 		}
 	}
 	return in
+}
+
+// target is what the job knows of its output for t: the input file it
+// must not overwrite, and whether its directory is new.
+func (o *Options) target(t *Tensor) fileio.Target {
+	return fileio.Target{Input: t.Info(), Fresh: o.FreshDir}
 }
 
 // checkOutput refuses, before any work, an output the job cannot write:
