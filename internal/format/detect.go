@@ -50,8 +50,12 @@ type Format struct {
 	Sniff      func(b []byte) bool
 	SniffOrder int
 	// Container formats hold named tensors, worked on member by member
-	// through a MemberWriter (npz, safetensors).
+	// (container.go). Open lists a file's members and Create writes them;
+	// a container with both goes through the pipeline's generic member
+	// path.
 	Container bool
+	Open      OpenFunc
+	Create    CreateFunc
 	// Decode reads a file that holds one tensor and needs decoding (JSON,
 	// ONNX, PNG); nil where the pipeline reads the format's bytes in
 	// place or as members. want is --dtype when given. The name is the
@@ -108,13 +112,6 @@ func init() {
 // IsContainer reports whether a format holds named tensors, worked on
 // member by member.
 func IsContainer(k Kind) bool { return formats[k] != nil && formats[k].Container }
-
-// MemberWriter writes a container's members one after another: npz and
-// safetensors share the pipeline's member mechanism through it.
-type MemberWriter interface {
-	Member(name string, h Header) (io.Writer, error)
-	Close() error
-}
 
 // ParseKind reads a --from/--to value.
 func ParseKind(s string) (Kind, error) {

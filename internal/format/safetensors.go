@@ -305,12 +305,6 @@ type SafetensorsWriter struct {
 	left    int64
 }
 
-// MemberSpec is a member to be written: its name and its tensor.
-type MemberSpec struct {
-	Name   string
-	Header Header
-}
-
 // NewSafetensorsWriter writes the header for members (in data order) and
 // metadata, and returns the writer for their data.
 func NewSafetensorsWriter(w io.Writer, members []MemberSpec, metadata [][2]string) (*SafetensorsWriter, error) {

@@ -1,0 +1,84 @@
+package format
+
+import "io"
+
+// A container format holds named tensors (members). Its file registers a
+// Format with Container set and, for the generic member path, Open and
+// Create: the pipeline then reads, transforms, lists, compares and
+// writes its members with no code of its own for the format.
+
+// OpenOptions say how a container is opened.
+type OpenOptions struct {
+	// File reads the same bytes as the mapped b by position, when the
+	// input is a file (nil for a pipe read whole). Deferred members may
+	// decode from it instead of touching the mapping.
+	File io.ReaderAt
+	// Threads: decode up to that many members at once where the format
+	// decodes them up front (0: one).
+	Threads int
+	// Deferred asks for members that need decoding (deflated npz, base64)
+	// to be left encoded until their job needs them (Member.Lazy), so an
+	// archive of any size is worked on in bounded memory.
+	Deferred bool
+}
+
+// Archive is an opened container: its members in file order and what an
+// output of the same format keeps of it.
+type Archive struct {
+	Members []Member
+	// Meta is the container's own data besides the members, handed to
+	// Create for an output of the same format (safetensors'
+	// __metadata__, Polygraphy's runners and runtimes); nil if none.
+	Meta any
+}
+
+// Member is one tensor of a container.
+type Member struct {
+	Name   string
+	Header Header
+	// Npy is the member's npy preamble when it is stored as an npy file
+	// (npz, Polygraphy); an npy output of it keeps its descr.
+	Npy *Npy
+	// Data are the element bytes in place: a slice of the mapped file
+	// starting at Offset. Nil when Lazy is set.
+	Data   []byte
+	Offset int64
+	// Lazy decodes a member whose bytes are not in place (a deflated npz
+	// member, a base64 array) when its job comes.
+	Lazy Lazy
+	// Compressed says the member was stored compressed, so that an
+	// output of the same format compresses it too (npz).
+	Compressed bool
+}
+
+// Lazy is a member's element data still encoded in the file.
+type Lazy interface {
+	// Inflate writes the decoded element data to w, checking them
+	// (length, checksum) on the way.
+	Inflate(w io.Writer) error
+	// InflateData returns the decoded element data in memory.
+	InflateData() ([]byte, error)
+}
+
+// MemberSpec is a member to be written: its name and its tensor.
+type MemberSpec struct {
+	Name   string
+	Header Header
+}
+
+// MemberWriter writes a container's members one after another, in the
+// order of the specs given to Create. Each member's writer takes exactly
+// its header's DataBytes in C order.
+type MemberWriter interface {
+	Member(name string, h Header) (io.Writer, error)
+	Close() error
+}
+
+// CreateFunc starts a container on w holding members (declared up front,
+// in the order they will be written); meta is the Archive.Meta of an
+// input of the same format, or nil.
+type CreateFunc func(w io.Writer, members []MemberSpec, meta any) (MemberWriter, error)
+
+// OpenFunc lists the members of a container file b (the whole file,
+// mapped read-only: members may point into it, never write to it).
+type OpenFunc func(b []byte, opt OpenOptions) (*Archive, error)
