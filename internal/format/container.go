@@ -39,10 +39,12 @@ type Member struct {
 	// Npy is the member's npy preamble when it is stored as an npy file
 	// (npz, Polygraphy); an npy output of it keeps its descr.
 	Npy *Npy
-	// Data are the element bytes in place: a slice of the mapped file
-	// starting at Offset. Nil when Lazy is set.
+	// Data are the element bytes: a slice of the mapped file starting at
+	// Offset when InFile (read by position from the file for big jobs),
+	// else decoded into memory. Nil when Lazy is set.
 	Data   []byte
 	Offset int64
+	InFile bool
 	// Lazy decodes a member whose bytes are not in place (a deflated npz
 	// member, a base64 array) when its job comes.
 	Lazy Lazy
@@ -60,10 +62,12 @@ type Lazy interface {
 	InflateData() ([]byte, error)
 }
 
-// MemberSpec is a member to be written: its name and its tensor.
+// MemberSpec is a member to be written: its name and its tensor, and
+// whether its source member was stored compressed.
 type MemberSpec struct {
-	Name   string
-	Header Header
+	Name       string
+	Header     Header
+	Compressed bool
 }
 
 // MemberWriter writes a container's members one after another, in the

@@ -42,6 +42,7 @@ func SniffTar(b []byte) bool {
 // the flags' names and the output checks follow.
 type Format struct {
 	Kind    Kind
+	Noun    string   // what a file of it is, in messages: "an npz archive"
 	Aliases []string // other --from/--to names
 	Exts    []string // file extensions, with the dot, lower case
 	// Sniff reports whether a file's first bytes are this format's;

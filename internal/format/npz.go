@@ -543,6 +543,46 @@ func (p *placeWriter) Write(b []byte) (int, error) {
 }
 
 func init() {
-	register(Format{Kind: KindNpz, Exts: []string{".npz"}, Container: true, SniffOrder: 20,
-		Sniff: func(b []byte) bool { return strings.HasPrefix(string(b[:min(len(b), 4)]), zipMagic) }})
+	register(Format{Kind: KindNpz, Noun: "an npz archive", Exts: []string{".npz"}, Container: true, SniffOrder: 20,
+		Sniff: func(b []byte) bool { return strings.HasPrefix(string(b[:min(len(b), 4)]), zipMagic) },
+		Open:  openNpz, Create: createNpz})
+}
+
+// openNpz is npz's Open: every member, stored ones in place, deflated
+// ones inflated (on opt.Threads goroutines) or, with opt.Deferred, left
+// compressed until their job inflates them.
+func openNpz(b []byte, opt OpenOptions) (*Archive, error) {
+	var ms []NpzMember
+	var err error
+	if opt.Deferred {
+		ms, err = ReadNpzDeferred(b, opt.File)
+	} else {
+		ms, err = ReadNpzThreads(b, opt.Threads)
+	}
+	if err != nil {
+		return nil, err
+	}
+	a := &Archive{Members: make([]Member, len(ms))}
+	for i := range ms {
+		m := &ms[i]
+		npy := m.Npy
+		a.Members[i] = Member{Name: m.Name, Header: npy.Header, Npy: &npy, Data: m.Data, Compressed: m.Compressed}
+		if m.Deferred() {
+			a.Members[i].Lazy = m
+		} else if !m.Compressed {
+			a.Members[i].Offset, a.Members[i].InFile = m.Offset+npy.DataOffset, true
+		}
+	}
+	return a, nil
+}
+
+// createNpz is npz's Create: an archive deflated (np.savez_compressed)
+// when any member comes from a compressed one, else stored (np.savez),
+// so that a round trip keeps the archive's kind.
+func createNpz(w io.Writer, members []MemberSpec, _ any) (MemberWriter, error) {
+	compress := false
+	for _, m := range members {
+		compress = compress || m.Compressed
+	}
+	return NewNpzWriter(w, compress), nil
 }

@@ -410,6 +410,31 @@ func (s *SafetensorsWriter) Close() error {
 }
 
 func init() {
-	register(Format{Kind: KindSafetensors, Aliases: []string{"st"}, Exts: []string{".safetensors"},
-		Container: true, Sniff: SniffSafetensors, SniffOrder: 30})
+	register(Format{Kind: KindSafetensors, Noun: "a safetensors file", Aliases: []string{"st"}, Exts: []string{".safetensors"},
+		Container: true, Sniff: SniffSafetensors, SniffOrder: 30,
+		Open: openSafetensors, Create: createSafetensors})
+}
+
+// openSafetensors is safetensors' Open: every tensor in data order, its
+// data a slice of the file; Meta is the __metadata__ ([][2]string).
+func openSafetensors(b []byte, _ OpenOptions) (*Archive, error) {
+	st, err := ReadSafetensors(b)
+	if err != nil {
+		return nil, err
+	}
+	a := &Archive{Members: make([]Member, len(st.Members))}
+	if st.Metadata != nil {
+		a.Meta = st.Metadata
+	}
+	for i, m := range st.Members {
+		a.Members[i] = Member{Name: m.Name, Header: Header{DType: m.DType, Shape: m.Shape}, Data: m.Data, Offset: m.Offset, InFile: true}
+	}
+	return a, nil
+}
+
+// createSafetensors is safetensors' Create: the header for members, with
+// the __metadata__ of a safetensors input (meta), then their data.
+func createSafetensors(w io.Writer, members []MemberSpec, meta any) (MemberWriter, error) {
+	md, _ := meta.([][2]string)
+	return NewSafetensorsWriter(w, members, md)
 }

@@ -64,41 +64,45 @@ type Tensor struct {
 	format.Header
 	Kind format.Kind
 	Data []byte
-	Npy  *format.Npy // the preamble, for npy input
+	Npy  *format.Npy // the npy preamble, for npy input and npy members
 	// Stream, when set, delivers the element data in order (standard
 	// input, Source.Stream); its length is not checked until it is read.
 	Stream io.Reader
-	// Name is the key of an npz member (np.load's name for it) or the
-	// name of an ONNX TensorProto; "" otherwise.
+	// Name is a container member's name or the name an ONNX TensorProto
+	// gives itself; "" otherwise.
 	Name string
-	// Compressed says an npz member was deflated (savez_compressed).
+	// Compressed says a container member was stored compressed (a
+	// deflated npz member), so that its output is too.
 	Compressed bool
-	// Metadata is a safetensors file's __metadata__, on each of its
-	// tensors, for an output that keeps it.
-	Metadata [][2]string
-	// dataOff is where a safetensors tensor's data, or a stored npz
-	// member's npy, starts in the file.
+	// Meta is what the tensor's container keeps besides its members
+	// (format.Archive.Meta), on each member, for an output of the same
+	// format.
+	Meta any
+	// inFile says Data are the file's own bytes, from dataOff on: big
+	// jobs read them by position instead of through the mapping.
+	inFile  bool
 	dataOff int64
 	input   *fileio.Input
-	// members are the arrays of an npz archive, while it is being loaded
+	// members are the tensors of a container, while it is being loaded
 	// (LoadAll hands them out); shared counts the members still open on
-	// the one mapping they all point into.
+	// the one input they all point into.
 	members []*Tensor
 	shared  *sharedInput
-	// deferred is a deflated npz member not yet inflated (Source.Deferred):
-	// Data is nil until inflate, or the data are read from scratch, a file
-	// of the run's own they were inflated into (inflateScratch).
-	deferred *format.NpzMember
-	scratch  *os.File
-	unmap    func() error // Bring's mapping of scratch
+	// lazy is a member whose data are still encoded in the file (a
+	// deflated npz member, a base64 array: Source.Deferred): Data is nil
+	// until inflate, or the data are read from scratch, a file of the
+	// run's own they were decoded into.
+	lazy    format.Lazy
+	scratch *os.File
+	unmap   func() error // Bring's mapping of scratch
 }
 
 // inflate brings a deferred member's data into memory.
 func (t *Tensor) inflate() error {
-	if t.deferred == nil || t.Data != nil {
+	if t.lazy == nil || t.Data != nil {
 		return nil
 	}
-	data, err := t.deferred.InflateData()
+	data, err := t.lazy.InflateData()
 	if err != nil {
 		return t.inflateErr(err)
 	}
@@ -116,7 +120,7 @@ var scratchAbove int64 = 4 << 20
 // (streams) or whole: a big one for chunks into a scratch file, read
 // from there by position like a file input (memory: buffers only).
 func (t *Tensor) load(streams bool) error {
-	if t.deferred == nil || t.Data != nil || t.scratch != nil {
+	if t.lazy == nil || t.Data != nil || t.scratch != nil {
 		return nil
 	}
 	if !streams || t.DataBytes() < scratchAbove {
@@ -126,7 +130,7 @@ func (t *Tensor) load(streams bool) error {
 	if err != nil {
 		return &scratchError{op: "making", err: err}
 	}
-	if err := t.deferred.Inflate(scratchWriter{f}); err != nil {
+	if err := t.lazy.Inflate(scratchWriter{f}); err != nil {
 		f.Close()
 		var se *scratchError
 		if errors.As(err, &se) {
@@ -178,7 +182,7 @@ func (t *Tensor) inflateErr(err error) error {
 
 // release lets a deferred member's inflated data go once its job is done.
 func (t *Tensor) release() {
-	if t.deferred == nil {
+	if t.lazy == nil {
 		return
 	}
 	t.Data = nil
@@ -198,7 +202,7 @@ func (t *Tensor) release() {
 // not this process's memory; a small one is inflated into memory.
 // Release lets it go again. Nothing for other tensors.
 func (t *Tensor) Bring() error {
-	if t.deferred == nil || t.Data != nil {
+	if t.lazy == nil || t.Data != nil {
 		return nil
 	}
 	var se *scratchError
@@ -224,10 +228,10 @@ func (t *Tensor) Bring() error {
 // Verify inflates a deferred npz member without keeping its data, to
 // check it (its length and CRC-32) when nothing else reads it.
 func (t *Tensor) Verify() error {
-	if t.deferred == nil || t.Data != nil {
+	if t.lazy == nil || t.Data != nil {
 		return nil
 	}
-	if err := t.deferred.Inflate(io.Discard); err != nil {
+	if err := t.lazy.Inflate(io.Discard); err != nil {
 		return t.inflateErr(err)
 	}
 	return nil
@@ -249,22 +253,14 @@ func (t *Tensor) file() (*os.File, int64) {
 	if t.scratch != nil {
 		return t.scratch, 0
 	}
-	// Only npy, raw and safetensors data are bytes of the file; JSON is
-	// decoded.
-	// A small file was read whole: its bytes are used where they are,
-	// not read again.
-	// A stored npz member is bytes of the file too (dataOff: where its
-	// npy starts); a deflated one only once inflated into scratch.
-	storedNpz := t.Kind == format.KindNpz && !t.Compressed && t.dataOff > 0
-	if t.input == nil || t.input.File == nil || !t.input.Mapped || t.Stream != nil ||
-		(t.Kind != format.KindNpy && t.Kind != format.KindRaw && t.Kind != format.KindSafetensors && !storedNpz) {
+	// Only data that are bytes of the file (npy, raw, safetensors, a
+	// stored npz member: inFile) are read by position; decoded ones
+	// (JSON, a deflated member) are not. A small file was read whole:
+	// its bytes are used where they are, not read again.
+	if t.input == nil || t.input.File == nil || !t.input.Mapped || t.Stream != nil || !t.inFile {
 		return nil, 0
 	}
-	off := t.input.Base + t.dataOff
-	if t.Npy != nil {
-		off += t.Npy.DataOffset
-	}
-	return t.input.File, off
+	return t.input.File, t.input.Base + t.dataOff
 }
 
 // Close releases the input's mapping (for an npz member, once every
@@ -406,7 +402,7 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 			return nil, err
 		}
 		t.Header, t.Npy = npy.Header, &npy
-		t.Data = in.Data[npy.DataOffset:]
+		t.Data, t.dataOff, t.inFile = in.Data[npy.DataOffset:], npy.DataOffset, true
 	case format.KindRaw:
 		if want == nil || shape == nil {
 			return nil, errors.New("raw input needs --dtype and --shape")
@@ -419,17 +415,17 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 		if int64(len(in.Data)) != size {
 			return nil, fmt.Errorf("raw data is %d bytes but --dtype %s --shape %s describes %d", len(in.Data), want, format.ShapeString(shape), size)
 		}
-		t.Header, t.Data = h, in.Data
-	case format.KindNpz:
-		return decodeNpz(in, want, shape, src.Threads, src.Deferred)
-	case format.KindSafetensors:
-		return decodeSafetensors(in, want, shape)
+		t.Header, t.Data, t.inFile = h, in.Data, true
 	case format.KindTar:
 		return decodeTar(src, in)
 	default:
-		// A single-tensor format that decodes (JSON, ONNX, PNG, and any
-		// format registered later).
+		// A container (npz, safetensors, and any format registered with
+		// Open), or a single-tensor format that decodes (JSON, ONNX, PNG,
+		// and any format registered with Decode).
 		f := format.Lookup(kind)
+		if f != nil && f.Open != nil {
+			return decodeArchive(f, src, in, want, shape)
+		}
 		if f == nil || f.Decode == nil {
 			return nil, fmt.Errorf("unknown format %q", kind)
 		}
@@ -543,82 +539,44 @@ type errStdinBuffered struct{ r io.Reader }
 
 func (errStdinBuffered) Error() string { return "internal: stdin buffered" }
 
-// decodeNpz reads every member of an npz archive. The members share the
-// input: a stored member's data is a slice of its mapping.
-func decodeNpz(in *fileio.Input, want *format.DType, shape []int, threads int, deferred bool) (*Tensor, error) {
-	read := func(b []byte) ([]format.NpzMember, error) { return format.ReadNpzThreads(b, threads) }
-	if deferred {
-		read = func(b []byte) ([]format.NpzMember, error) {
-			var f io.ReaderAt
-			if in.File != nil {
-				f = io.NewSectionReader(in.File, in.Base, int64(len(b)))
-			}
-			return format.ReadNpzDeferred(b, f)
-		}
+// decodeArchive opens a container with its format's Open: one tensor
+// per member, all sharing the input (a member's data may be a slice of
+// its mapping).
+func decodeArchive(f *format.Format, src Source, in *fileio.Input, want *format.DType, shape []int) (*Tensor, error) {
+	opt := format.OpenOptions{Threads: src.Threads, Deferred: src.Deferred}
+	if in.File != nil {
+		opt.File = io.NewSectionReader(in.File, in.Base, int64(len(in.Data)))
 	}
-	ms, err := read(in.Data)
+	ar, err := f.Open(in.Data, opt)
 	if err != nil {
 		return nil, err
 	}
-	if len(ms) == 0 {
-		return nil, errors.New("the npz archive holds no arrays")
+	if len(ar.Members) == 0 {
+		return nil, fmt.Errorf("%s with no tensors", strings.TrimPrefix(containerName(f.Kind), "is "))
 	}
 	sh := &sharedInput{in: in}
-	container := &Tensor{Kind: format.KindNpz}
-	for i := range ms {
-		m := &ms[i]
-		npy := m.Npy
+	container := &Tensor{Kind: f.Kind}
+	for i := range ar.Members {
+		m := &ar.Members[i]
+		h := m.Header
 		if want != nil {
-			dt, err := want.Reinterpret(npy.DType)
-			if err != nil {
-				return nil, fmt.Errorf("npz member %q: %w", m.Name, err)
-			}
-			npy.DType = dt
-		}
-		if shape != nil && format.ShapeString(shape) != format.ShapeString(npy.Shape) {
-			return nil, fmt.Errorf("npz member %q: --shape %s does not match its shape %s", m.Name, format.ShapeString(shape), format.ShapeString(npy.Shape))
-		}
-		t := &Tensor{
-			Header: npy.Header, Kind: format.KindNpz, Data: m.Data, Npy: &npy,
-			Name: m.Name, Compressed: m.Compressed, input: in, shared: sh,
-		}
-		if m.Deferred() {
-			t.deferred = m
-		}
-		if deferred && !m.Compressed {
-			t.dataOff = m.Offset // read by position (file)
-		}
-		container.members = append(container.members, t)
-	}
-	sh.refs.Store(int32(len(container.members)))
-	return container, nil
-}
-
-// decodeSafetensors reads every tensor of a safetensors file, in data
-// order; each tensor's data is a slice of the mapping.
-func decodeSafetensors(in *fileio.Input, want *format.DType, shape []int) (*Tensor, error) {
-	st, err := format.ReadSafetensors(in.Data)
-	if err != nil {
-		return nil, err
-	}
-	if len(st.Members) == 0 {
-		return nil, errors.New("the safetensors file holds no tensors")
-	}
-	sh := &sharedInput{in: in}
-	container := &Tensor{Kind: format.KindSafetensors}
-	for _, m := range st.Members {
-		h := format.Header{DType: m.DType, Shape: m.Shape}
-		if want != nil {
-			if h.DType, err = want.Reinterpret(m.DType); err != nil {
-				return nil, fmt.Errorf("safetensors tensor %q: %w", m.Name, err)
+			if h.DType, err = want.Reinterpret(h.DType); err != nil {
+				return nil, fmt.Errorf("%s member %q: %w", f.Kind, m.Name, err)
 			}
 		}
-		if shape != nil && format.ShapeString(shape) != format.ShapeString(m.Shape) {
-			return nil, fmt.Errorf("safetensors tensor %q: --shape %s does not match its shape %s", m.Name, format.ShapeString(shape), format.ShapeString(m.Shape))
+		if shape != nil && format.ShapeString(shape) != format.ShapeString(h.Shape) {
+			return nil, fmt.Errorf("%s member %q: --shape %s does not match its shape %s", f.Kind, m.Name, format.ShapeString(shape), format.ShapeString(h.Shape))
+		}
+		var npy *format.Npy
+		if m.Npy != nil {
+			n := *m.Npy
+			n.Header = h
+			npy = &n
 		}
 		container.members = append(container.members, &Tensor{
-			Header: h, Kind: format.KindSafetensors, Data: m.Data, Name: m.Name,
-			Metadata: st.Metadata, input: in, shared: sh, dataOff: m.Offset,
+			Header: h, Kind: f.Kind, Data: m.Data, Npy: npy, Name: m.Name,
+			Compressed: m.Compressed, Meta: ar.Meta, inFile: m.InFile, dataOff: m.Offset,
+			lazy: m.Lazy, input: in, shared: sh,
 		})
 	}
 	sh.refs.Store(int32(len(container.members)))
@@ -627,8 +585,8 @@ func decodeSafetensors(in *fileio.Input, want *format.DType, shape []int) (*Tens
 
 // containerName says what a container input is, for messages.
 func containerName(k format.Kind) string {
-	if k == format.KindSafetensors {
-		return "is a safetensors file"
+	if f := format.Lookup(k); f != nil && f.Noun != "" {
+		return "is " + f.Noun
 	}
-	return "is an npz archive"
+	return "is a " + string(k) + " file"
 }

@@ -93,9 +93,10 @@ type MemberJob struct {
 	Release func()
 	// Result describes the job for the caller.
 	Result *Result
-	// Metadata is the source's safetensors __metadata__ (the first job's
-	// is written).
-	Metadata [][2]string
+	// Meta is the source container's own data (format.Archive.Meta: the
+	// first job's is written with an output of the same format).
+	Meta any
+	From format.Kind // the source's format: Meta goes only to the same
 	// Threads is -j: deflated npz members are compressed on that many
 	// goroutines at once.
 	Threads int
@@ -116,13 +117,13 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan) []MemberJob {
 		}
 		jobs[i] = MemberJob{
 			Name: name, Header: format.Header{DType: t.DType, Shape: p.Out},
-			Producer: producer(p, t, opts.Threads), Compressed: t.Compressed, Metadata: t.Metadata, Threads: opts.Threads,
+			Producer: producer(p, t, opts.Threads), Compressed: t.Compressed, Meta: t.Meta, From: t.Kind, Threads: opts.Threads,
 			Result: &Result{Input: opts.Path, Output: opts.Output, InShape: t.Shape, OutShape: p.Out,
 				DType: t.DType.Name(), Bytes: int64(p.Bytes()), Name: name},
 		}
 		if p.Streams() && t.Stream == nil {
 			jobs[i].Stream = func(out *fileio.Output, base int64, threads int) error {
-				if t.deferred != nil {
+				if t.lazy != nil {
 					// A big one inflated into a scratch file and read
 					// from there chunk by chunk: memory holds buffers,
 					// not the member.
@@ -134,7 +135,7 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan) []MemberJob {
 				return streamRun(p, t, out, base, threads, opts.ChunkBytes, opts.Progress)
 			}
 		}
-		if t.deferred != nil {
+		if t.lazy != nil {
 			jobs[i].Load = t.inflate
 			jobs[i].Release = t.release
 		}
@@ -184,42 +185,43 @@ func StoreMembers(path string, kind format.Kind, stdout io.Writer, limit int, jo
 		return storeStoredFile(out, path, limit, jobs, fail)
 	}
 	bw := bufio.NewWriterSize(out, 1<<16)
-	var zw format.MemberWriter
-	if kind == format.KindSafetensors {
-		specs := make([]format.MemberSpec, len(jobs))
-		for i, j := range jobs {
-			specs[i] = format.MemberSpec{Name: j.Name, Header: j.Header}
+	if kind == format.KindNpz && compress {
+		// Deflate is the cost of a compressed archive (one core
+		// compresses some 25 MB/s): members are compressed on -j
+		// goroutines and added in order.
+		nw := format.NewNpzWriter(bw, true)
+		res, err := storeDeflated(nw, jobs)
+		if err == nil {
+			res.Output = path
+			err = nw.Close()
 		}
-		var meta [][2]string
-		if len(jobs) > 0 {
-			meta = jobs[0].Metadata
+		if err == nil {
+			err = bw.Flush()
 		}
-		if zw, err = format.NewSafetensorsWriter(bw, specs, meta); err != nil {
+		if err != nil {
 			return fail(err)
 		}
-	} else {
-		nw := format.NewNpzWriter(bw, compress)
-		if compress {
-			// Deflate is the cost of a compressed archive (one core
-			// compresses some 25 MB/s): members are compressed on -j
-			// goroutines and added in order.
-			res, err := storeDeflated(nw, jobs)
-			if err == nil {
-				res.Output = path
-				err = nw.Close()
-			}
-			if err == nil {
-				err = bw.Flush()
-			}
-			if err != nil {
-				return fail(err)
-			}
-			if err := out.Commit(); err != nil {
-				return nil, pathErr(displayName(path), err)
-			}
-			return res, nil
+		if err := out.Commit(); err != nil {
+			return nil, pathErr(displayName(path), err)
 		}
-		zw = nw
+		return res, nil
+	}
+	// Any container format: its Create, members written in order.
+	f := format.Lookup(kind)
+	if f == nil || f.Create == nil {
+		return fail(fmt.Errorf("internal error: %s output is not a container", kind))
+	}
+	specs := make([]format.MemberSpec, len(jobs))
+	for i, j := range jobs {
+		specs[i] = format.MemberSpec{Name: j.Name, Header: j.Header, Compressed: j.Compressed}
+	}
+	var meta any
+	if len(jobs) > 0 && jobs[0].From == kind {
+		meta = jobs[0].Meta
+	}
+	zw, err := f.Create(bw, specs, meta)
+	if err != nil {
+		return fail(err)
 	}
 	res := &Result{Output: path}
 	for _, j := range jobs {
@@ -490,8 +492,8 @@ func storeSafetensorsFile(out *fileio.Output, path string, limit int, jobs []Mem
 		total += j.Header.DataBytes()
 	}
 	var meta [][2]string
-	if len(jobs) > 0 {
-		meta = jobs[0].Metadata
+	if len(jobs) > 0 && jobs[0].From == format.KindSafetensors {
+		meta, _ = jobs[0].Meta.([][2]string)
 	}
 	pre, err := format.SafetensorsPreamble(specs, meta)
 	if err != nil {
