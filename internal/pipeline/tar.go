@@ -134,6 +134,7 @@ func copyTar(opts Options, r io.Reader, all []byte, drop func(int64), w io.Write
 	var next, pad int64 // mapped: where the next header starts; streamed: the padding tar skips first
 	var dataAt int64    // mapped: where the member's content starts
 	var dropped int64   // mapped: the shard's bytes let go
+	var last string     // the name of the member read last
 	tr := tar.NewReader(tap)
 	sw := newShardWriter(w)
 	defer sw.stop()
@@ -178,6 +179,15 @@ func copyTar(opts Options, r io.Reader, all []byte, drop func(int64), w io.Write
 			h, err := tr.Next()
 			tap.on = false
 			if err == io.EOF {
+				pos := tap.n // streamed: what archive/tar read, the whole input
+				if br != nil {
+					// Where archive/tar stopped (a seek may go past the end).
+					pos, _ = br.Seek(0, io.SeekCurrent)
+					pos = min(pos, int64(len(all)))
+				}
+				if err := tarEnd(pos, last); err != nil {
+					return nil, pathErr(name, err)
+				}
 				break
 			}
 			if err != nil {
@@ -194,6 +204,7 @@ func copyTar(opts Options, r io.Reader, all []byte, drop func(int64), w io.Write
 				raw = nil
 			}
 		}
+		last = hdr.Name
 		memberErr := func(err error) error {
 			return pathErr(name, fmt.Errorf("member %q: %w", hdr.Name, tarErr(err)))
 		}
@@ -207,11 +218,14 @@ func copyTar(opts Options, r io.Reader, all []byte, drop func(int64), w io.Write
 				if err != nil {
 					return nil, memberErr(err)
 				}
-				err = sw.write(data)
-			} else {
-				err = sw.copyFrom(tr, hdr.Size)
-			}
-			if err != nil {
+				if err := sw.write(data); err != nil {
+					return nil, pathErr(displayName(opts.Output), err)
+				}
+			} else if err := sw.copyFrom(tr, hdr.Size); err != nil {
+				var we *tarWriteError
+				if errors.As(err, &we) {
+					return nil, pathErr(displayName(opts.Output), we.err)
+				}
 				return nil, memberErr(err)
 			}
 			continue
@@ -252,7 +266,7 @@ func copyTar(opts Options, r io.Reader, all []byte, drop func(int64), w io.Write
 				return nil, pathErr(name, err)
 			}
 			if err := sw.write(b); err != nil {
-				return nil, pathErr(name, err)
+				return nil, pathErr(displayName(opts.Output), err)
 			}
 			mres = r
 		}
@@ -403,6 +417,32 @@ func transformMember(opts Options, name string, data, out []byte) ([]byte, *Resu
 	return buf.Bytes(), r, nil
 }
 
+// tarEnd checks the end of a shard, where archive/tar's Next said io.EOF
+// after reading pos bytes of the input (all of it, unless it stopped at
+// the two zero blocks that end an archive); last is the member before.
+//
+// An archive may end, as GNU tar 1.34 reads one, at a block boundary
+// after a member: with the two zero blocks tar writes, with one (GNU tar
+// warns "A lone zero block", exit status 0) or with none (GNU tar says
+// nothing, exit status 0; Python's tarfile and archive/tar read it the
+// same). Nothing in such a file tells it from a complete archive, so it
+// is read as one. Ending anywhere else is truncation: inside a member's
+// content archive/tar reports it, but inside the zeros that pad a member
+// to its next block it returns io.EOF as if the archive were complete,
+// where GNU tar says "Unexpected EOF in archive" (exit status 2). That
+// is a position not on a block boundary, refused here. (A header block
+// cut short is refused too, by archive/tar; GNU tar and tarfile stop
+// there without a word.)
+func tarEnd(pos int64, last string) error {
+	if pos%512 == 0 {
+		return nil
+	}
+	if last == "" {
+		return errors.New("truncated tar archive")
+	}
+	return fmt.Errorf("truncated tar archive: it ends at byte %d, inside the zero padding after member %q (members after it may be lost)", pos, last)
+}
+
 func tarErr(err error) error {
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return errors.New("truncated tar archive")
@@ -423,14 +463,19 @@ func decodeTar(src Source, in *fileio.Input) (*Tensor, error) {
 	tr := tar.NewReader(cr)
 	sh := &sharedInput{in: in}
 	container := &Tensor{Kind: format.KindTar}
+	last := ""
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
+			if err := tarEnd(cr.n, last); err != nil {
+				return nil, err
+			}
 			break
 		}
 		if err != nil {
 			return nil, tarErr(err)
 		}
+		last = hdr.Name
 		kind := format.KindByExtension(hdr.Name)
 		switch {
 		case hdr.Typeflag != tar.TypeReg:
@@ -540,10 +585,12 @@ type headerTap struct {
 	r   io.Reader
 	on  bool
 	rec []byte
+	n   int64 // bytes read through the tap (a streamed shard's position)
 }
 
 func (t *headerTap) Read(p []byte) (int, error) {
 	n, err := t.r.Read(p)
+	t.n += int64(n)
 	if t.on {
 		t.rec = append(t.rec, p[:n]...)
 	}

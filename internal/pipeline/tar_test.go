@@ -3,6 +3,7 @@ package pipeline
 import (
 	"archive/tar"
 	"bytes"
+	"errors"
 	"io"
 	"math/rand"
 	"os"
@@ -286,4 +287,134 @@ func FuzzTarShard(f *testing.F) {
 			t.Fatalf("file: %v; pipe: %v", errFile, errPipe)
 		}
 	})
+}
+
+// memberEnds gives, for every member of a shard, where its content ends
+// and where its padding to the next block ends.
+func memberEnds(t *testing.T, shard []byte) (names []string, dataEnd, padEnd []int64) {
+	t.Helper()
+	br := bytes.NewReader(shard)
+	tr := tar.NewReader(br)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := br.Size() - int64(br.Len())
+		names = append(names, h.Name)
+		dataEnd = append(dataEnd, at+h.Size)
+		padEnd = append(padEnd, at+(h.Size+511)/512*512)
+	}
+}
+
+// A shard cut after a member's content — inside the zeros padding it to
+// the next block, or right after the content — is truncated (GNU tar:
+// "Unexpected EOF in archive", exit status 2), from a file (mapped: the
+// test shard is over 1 MiB) and from a pipe: an error naming the member,
+// and no output file. Cut at a block boundary after a member, with no
+// zero block or one, it ends there, as GNU tar reads it.
+func TestTarTruncatedAfterMember(t *testing.T) {
+	shard := writeShard(t, testShard(t))
+	names, dataEnd, padEnd := memberEnds(t, shard)
+	dir := t.TempDir()
+	req := ops.Request{Block: ops.Block{2}}
+	run := func(cut []byte) (fromFile, fromPipe error, outFile []byte, pipeOut []byte) {
+		t.Helper()
+		in := filepath.Join(dir, "cut.tar")
+		out := filepath.Join(dir, "out.tar")
+		os.Remove(out)
+		if err := os.WriteFile(in, cut, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, fromFile = Transform(Options{Request: req, Source: Source{Path: in}, Output: out, Threads: 1})
+		outFile, _ = os.ReadFile(out)
+		if fromFile != nil {
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("cut at %d: the failed run left %s (%v)", len(cut), out, err)
+			}
+		}
+		var piped bytes.Buffer
+		_, fromPipe = Transform(Options{Request: req, Source: Source{Path: "-", From: format.KindTar, Stdin: bytes.NewReader(cut)}, Output: "-", Stdout: &piped, Threads: 1})
+		return fromFile, fromPipe, outFile, piped.Bytes()
+	}
+	cuts := 0
+	for i, name := range names {
+		if dataEnd[i] == padEnd[i] {
+			continue // no padding
+		}
+		for _, at := range []int64{dataEnd[i], dataEnd[i] + 1, padEnd[i] - 1} {
+			fromFile, fromPipe, _, _ := run(shard[:at])
+			for _, err := range []error{fromFile, fromPipe} {
+				if err == nil || !strings.Contains(err.Error(), "truncated tar archive") || !strings.Contains(err.Error(), name) {
+					t.Errorf("cut at %d, in the padding of %s: %v, want a truncated archive naming the member", at, name, err)
+				}
+			}
+			cuts++
+		}
+	}
+	if cuts < 6 {
+		t.Fatalf("%d cuts inside paddings: the test shard has too few padded members", cuts)
+	}
+	// The whole shard converted, then cut after its last member's padding
+	// with no zero block and with one: the same output.
+	_, _, full, _ := run(shard)
+	last := padEnd[len(padEnd)-1]
+	for _, at := range []int64{last, last + 512} {
+		fromFile, fromPipe, got, piped := run(shard[:at])
+		if fromFile != nil || fromPipe != nil {
+			t.Errorf("cut at %d (a block boundary after the last member): %v; %v", at, fromFile, fromPipe)
+			continue
+		}
+		if !bytes.Equal(got, full) || !bytes.Equal(piped, full) {
+			t.Errorf("cut at %d: output differs from the whole shard's", at)
+		}
+	}
+	// info and compare read a shard through decodeTar.
+	for i := range names {
+		if dataEnd[i] == padEnd[i] {
+			continue
+		}
+		_, err := decodeTar(Source{Path: "cut.tar"}, &fileio.Input{Data: shard[:dataEnd[i]+1]})
+		if err == nil || !strings.Contains(err.Error(), "truncated tar archive") {
+			t.Errorf("decodeTar, cut in the padding of %s: %v", names[i], err)
+		}
+	}
+	if _, err := decodeTar(Source{Path: "cut.tar"}, &fileio.Input{Data: shard[:last]}); err != nil {
+		t.Errorf("decodeTar, cut after the last member's padding: %v", err)
+	}
+}
+
+// brokenOutput fails every write.
+type brokenOutput struct{}
+
+var errDiskFull = errors.New("disk full (test)")
+
+func (brokenOutput) Write([]byte) (int, error) { return 0, errDiskFull }
+
+// A failure to write the output while members are copied through is
+// reported as it happens, naming the output — not lost, with the run
+// going on to fail on a later member for another reason.
+func TestTarWriteErrorReported(t *testing.T) {
+	big := make([]byte, 3<<20)
+	bad := []byte("not an npy file at all")
+	when := time.Unix(1_700_000_000, 0)
+	shard := writeShard(t, []shardMember{
+		{hdr: tar.Header{Typeflag: tar.TypeReg, Name: "a.bin", Size: int64(len(big)), Mode: 0o644, ModTime: when}, data: big},
+		{hdr: tar.Header{Typeflag: tar.TypeReg, Name: "b.npy", Size: int64(len(bad)), Mode: 0o644, ModTime: when}, data: bad},
+	})
+	o := Options{Request: ops.Request{Block: ops.Block{2}}, Source: Source{Path: "in.tar"}, Output: "out.tar"}
+	for _, mapped := range []bool{true, false} {
+		var all []byte
+		if mapped {
+			all = shard
+		}
+		_, err := copyTar(o, bytes.NewReader(shard), all, func(int64) {}, brokenOutput{})
+		var pe *PathError
+		if !errors.Is(err, errDiskFull) || !errors.As(err, &pe) || pe.Path != "out.tar" {
+			t.Errorf("mapped %v: %v, want the write error on out.tar", mapped, err)
+		}
+	}
 }

@@ -125,6 +125,7 @@ func (s *shardWriter) write(p []byte) error {
 }
 
 // copyFrom appends a member of size bytes read from r, and its padding.
+// A failure to write the output is a *tarWriteError.
 func (s *shardWriter) copyFrom(r io.Reader, size int64) error {
 	for rest := size; rest > 0; {
 		n := int(min(rest, shardBuffer))
@@ -138,8 +139,18 @@ func (s *shardWriter) copyFrom(r io.Reader, size int64) error {
 		rest -= int64(n)
 	}
 	s.pad(int(size % 512))
-	return s.failed()
+	if err := s.failed(); err != nil {
+		return &tarWriteError{err}
+	}
+	return nil
 }
+
+// tarWriteError is a failure writing the output, told apart from one
+// reading the input where either can happen (copyFrom).
+type tarWriteError struct{ err error }
+
+func (e *tarWriteError) Error() string { return e.err.Error() }
+func (e *tarWriteError) Unwrap() error { return e.err }
 
 // close ends the archive (two zero blocks, as archive/tar's Close) and
 // waits for every byte to be written.
