@@ -323,14 +323,9 @@ var streamBytes = 16 << 20
 // minBytesPerThread is the least output a goroutine of the kernel gets.
 const minBytesPerThread = 256 << 10
 
-// run executes the gather. mayStream allows the cache-bypassing stores for
-// a large output; a chunk of the streamed pipeline passes false, since it
-// is read back right away.
-func (g gather) run(dst, src []byte, threads int, mayStream bool) error {
-	return runGathers([]gather{g}, dst, src, threads, mayStream)
-}
-
-// runGathers executes the parts of a plan one after another.
+// runGathers executes the parts of a plan one after another. mayStream
+// allows the cache-bypassing stores for a large output; a chunk of the
+// streamed pipeline passes false, since it is read back right away.
 //
 // Running them in lockstep (every part on a piece of outer iterations
 // before the next piece) was tried for SID's order on W1 and gained 4%:
