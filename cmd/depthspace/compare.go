@@ -19,6 +19,7 @@ type compareFlags struct {
 	stat         string
 	quantile     float64
 	diffImage    string
+	junit        string
 	json         bool
 	threads      int
 	maxReport    int
@@ -68,7 +69,17 @@ Containers (npz, safetensors, a tar shard's tensor members) are compared
 member by member, matched by name; a member only one side has makes them
 different. Two directories are compared file by file, paired by relative
 path, a file only one side has being a difference. Tolerances may be given per member, as Polygraphy's:
---atol out0:1e-5 --atol 1e-3 (1e-5 for out0, 1e-3 for the rest).`,
+--atol out0:1e-5 --atol 1e-3 (1e-5 for out0, 1e-3 for the rest).
+
+--junit FILE also writes the result as JUnit XML for CI test reports
+(Jenkins, GitLab, GitHub): one testsuite, one testcase per member pair,
+file pair or single pair, named by member name or relative path; a pair
+that differs is a <failure> with its text report (shape, dtype, max, mean
+and median abs error, max rel error, mismatching count, worst index,
+tolerances); a member or file on one side only, or a comparison that fails
+(exit 2), is an <error>. The file is put in place when complete; the exit
+status and standard output are unchanged. --junit - is refused: standard
+output carries the text or --json report.`,
 		Example: `  # Exit 0 if identical, 1 if not
   depthspace compare expected.npy actual.npy
 
@@ -77,6 +88,10 @@ path, a file only one side has being a difference. Tolerances may be given per m
 
   # Two trees of outputs, file by file
   depthspace compare golden/ run/
+
+  # Model outputs in CI: the text report in the log, a JUnit report for the
+  # test results page (one testcase per member)
+  depthspace compare --atol 1e-4 --junit compare-report.xml golden.npz run.npz
 
   # An fp16 build: the 99th percentile of the absolute error within 1e-3
   depthspace compare --atol 1e-3 --check-error-stat quantile ref.npy fp16.npy
@@ -95,7 +110,16 @@ path, a file only one side has being a difference. Tolerances may be given per m
 			if err != nil {
 				return err
 			}
+			var junit *compare.JUnitFile // nil without --junit
+			if f.junit != "" {
+				if junit, err = compare.CreateJUnit(f.junit, *job); err != nil {
+					return err
+				}
+			}
 			rep, equal, err := compare.Any(*job)
+			// The JUnit report is written even when the comparison fails
+			// (an <error>), so that CI never reads a stale one.
+			jerr := junit.Finish(rep, equal, err)
 			if err != nil {
 				return err
 			}
@@ -112,6 +136,9 @@ path, a file only one side has being a difference. Tolerances may be given per m
 			} else if err := rep.WriteText(s.out); err != nil {
 				return err
 			}
+			if jerr != nil {
+				return jerr
+			}
 			if !equal {
 				return errDifferent
 			}
@@ -125,6 +152,7 @@ path, a file only one side has being a difference. Tolerances may be given per m
 	fl.Float64Var(&f.quantile, "error-quantile", 0.99, "the quantile --check-error-stat quantile checks (numpy's quantile, method linear)")
 	fl.StringVar(&f.diffImage, "diff-image", "", "write a PNG heat map of |B - A| over the two last axes (the largest over the others): black 0, white the largest")
 	fl.BoolVar(&f.json, "json", false, "print the report as one JSON object")
+	fl.StringVar(&f.junit, "junit", "", "also write a JUnit XML report to this file, for CI: one test case per member or file pair, a failure for each that differs")
 	fl.IntVar(&f.maxReport, "max-report", compare.DefaultMaxReport, "how many differences to list (the first by index)")
 	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work")
 	fl.StringVar(&f.from, "from", "", "input format of both: npy, raw, json, onnx, npz, safetensors, png or tar (default: by extension, then by content)")

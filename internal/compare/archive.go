@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/depthspace/depthspace/internal/pipeline"
 )
@@ -52,6 +53,7 @@ func Archives(j Job, a, b []*pipeline.Tensor) (*ArchiveReport, error) {
 			rep.Equal = false
 			continue
 		}
+		start := time.Now()
 		if err := bring(ta, tb); err != nil {
 			return nil, err
 		}
@@ -63,6 +65,7 @@ func Archives(j Job, a, b []*pipeline.Tensor) (*ArchiveReport, error) {
 		}
 		r.A.Path, r.A.Format = j.A.Path+":"+ta.Name, string(ta.Kind)
 		r.B.Path, r.B.Format = j.B.Path+":"+tb.Name, string(tb.Kind)
+		r.elapsed = time.Since(start)
 		rep.Members = append(rep.Members, r)
 		rep.names = append(rep.names, ta.Name)
 		rep.Equal = rep.Equal && r.Equal

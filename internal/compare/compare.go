@@ -13,6 +13,7 @@ import (
 	"io"
 	"math"
 	"runtime/debug"
+	"time"
 
 	"github.com/depthspace/depthspace/internal/format"
 	"github.com/depthspace/depthspace/internal/pipeline"
@@ -108,6 +109,8 @@ type Report struct {
 	DiffImageMax *Float `json:"diff_image_max,omitempty"`
 	// First lists the first MaxReport differing elements, by index.
 	First []Difference `json:"first"`
+	// elapsed is how long a member pair of archives took (--junit).
+	elapsed time.Duration
 }
 
 // Difference is one differing element.

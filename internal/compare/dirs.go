@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	batchwalk "github.com/depthspace/depthspace/internal/batch"
 	"github.com/depthspace/depthspace/internal/pipeline"
@@ -34,6 +35,8 @@ type DirFile struct {
 	Rel    string
 	Equal  bool
 	Result interface{ WriteText(io.Writer) error }
+	// elapsed is how long the pair took (--junit).
+	elapsed time.Duration
 }
 
 // MarshalJSON writes the report as one object: the two paths, the
@@ -118,6 +121,7 @@ func Dirs(j Job) (*DirReport, error) {
 				pj := j
 				pj.A.Path, pj.B.Path = pairs[i].a.Path, pairs[i].b.Path
 				pj.Threads = 1
+				start := time.Now()
 				res, equal, err := anyFiles(pj)
 				if err != nil {
 					// Not tensors (a WebDataset label, a .json of
@@ -126,7 +130,7 @@ func Dirs(j Job) (*DirReport, error) {
 					br, err = compareBytes(pj.A.Path, pj.B.Path, err)
 					res, equal = br, br != nil && br.Equal
 				}
-				rep.Files[i] = DirFile{Rel: pairs[i].a.Rel, Equal: equal, Result: res}
+				rep.Files[i] = DirFile{Rel: pairs[i].a.Rel, Equal: equal, Result: res, elapsed: time.Since(start)}
 				errs[i] = err
 			}
 		}()

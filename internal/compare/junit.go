@@ -1,0 +1,360 @@
+package compare
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	fileio "github.com/depthspace/depthspace/internal/io"
+)
+
+// --junit FILE: the comparison as a JUnit XML report, for CI systems
+// (Jenkins, GitLab, GitHub test reporters). One <testsuite> inside
+// <testsuites>; one <testcase> per member pair of two containers, per file
+// pair of two directories, or one for a pair of tensors. A pair that
+// differs has a <failure> whose text is the pair's text report (shape,
+// dtype, the error statistics, the worst index, the tolerances); a member
+// or file only one side has is an <error>, and so is a comparison that
+// failed (exit status 2), so that a CI job never keeps a stale report.
+//
+// The report is valid against both the Jenkins xUnit plugin's
+// junit-10.xsd and the stricter Ant schema (windyroad JUnit.xsd), which
+// junit_test.go checks with xmllint: times in seconds with three
+// decimals, a timestamp without zone (UTC), <properties>, <system-out>
+// and <system-err> always present, <testsuites> without attributes.
+
+type junitSuites struct {
+	XMLName xml.Name     `xml:"testsuites"`
+	Suites  []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Package    string          `xml:"package,attr"`
+	ID         int             `xml:"id,attr"`
+	Timestamp  string          `xml:"timestamp,attr"`
+	Hostname   string          `xml:"hostname,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       string          `xml:"time,attr"`
+	Properties junitProperties `xml:"properties"`
+	Cases      []junitCase     `xml:"testcase"`
+	SystemOut  junitText       `xml:"system-out"`
+	SystemErr  junitText       `xml:"system-err"`
+}
+
+// junitText is element text escaped by xmlText: encoding/xml would write
+// every newline of a report as &#xA;.
+type junitText struct {
+	XML string `xml:",innerxml"`
+}
+
+type junitProperties struct {
+	Property []junitProperty `xml:"property"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitProblem `xml:"failure,omitempty"`
+	Error     *junitProblem `xml:"error,omitempty"`
+}
+
+// junitProblem is a <failure> or an <error>.
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",innerxml"` // escaped by xmlText
+}
+
+// JUnitRun is what the report says of the run besides its result.
+type JUnitRun struct {
+	Job
+	Start    time.Time     // when the comparison started
+	Elapsed  time.Duration // how long it took
+	Hostname string        // "" is os.Hostname's, else "localhost"
+}
+
+// WriteJUnit writes the JUnit XML report of a comparison: result and equal
+// as Any returns them, or runErr when the comparison failed.
+func WriteJUnit(w io.Writer, run JUnitRun, result interface{ WriteText(io.Writer) error }, equal bool, runErr error) error {
+	host := run.Hostname
+	if host == "" {
+		host, _ = os.Hostname()
+		if strings.TrimSpace(host) == "" {
+			host = "localhost"
+		}
+	}
+	s := junitSuite{
+		Name:       xmlSafe("depthspace compare " + run.A.Path + " " + run.B.Path),
+		Package:    "depthspace.compare",
+		Timestamp:  run.Start.UTC().Format("2006-01-02T15:04:05"),
+		Hostname:   xmlSafe(host),
+		Time:       seconds(run.Elapsed),
+		Properties: junitProps(run),
+	}
+	class := junitClass(run.A.Path)
+	add := func(name string, d time.Duration, failure, errs *junitProblem) {
+		c := junitCase{Name: xmlSafe(name), Classname: class, Time: seconds(d), Failure: failure, Error: errs}
+		if failure != nil {
+			s.Failures++
+		}
+		if errs != nil {
+			s.Errors++
+		}
+		s.Cases = append(s.Cases, c)
+	}
+	// The single pair, or a run that failed, is named after A's file.
+	single := filepath.Base(run.A.Path)
+	if runErr != nil {
+		result = nil
+	}
+	switch r := result.(type) {
+	case nil:
+		if runErr == nil {
+			return errors.New("internal error: a JUnit report of nothing")
+		}
+		msg := runErr.Error()
+		add(single, run.Elapsed, nil, &junitProblem{Message: xmlSafe(msg), Type: "error", Text: xmlText(msg + "\n")})
+		s.SystemErr = junitText{xmlText("depthspace: " + msg + "\n")}
+	case *Report:
+		add(single, run.Elapsed, junitFailure(r, r.Equal), nil)
+	case *ArchiveReport:
+		for i, m := range r.Members {
+			add(r.names[i], m.elapsed, junitFailure(m, m.Equal), nil)
+		}
+		for _, n := range r.OnlyA {
+			add(n, 0, nil, junitOnly(n, "member", "a", r.A, "b", r.B))
+		}
+		for _, n := range r.OnlyB {
+			add(n, 0, nil, junitOnly(n, "member", "b", r.B, "a", r.A))
+		}
+	case *DirReport:
+		for _, f := range r.Files {
+			add(f.Rel, f.elapsed, junitFailure(f.Result, f.Equal), nil)
+		}
+		for _, n := range r.OnlyA {
+			add(n, 0, nil, junitOnly(n, "file", "a", r.A, "b", r.B))
+		}
+		for _, n := range r.OnlyB {
+			add(n, 0, nil, junitOnly(n, "file", "b", r.B, "a", r.A))
+		}
+	default:
+		add(single, run.Elapsed, junitFailure(r, equal), nil)
+	}
+	s.Tests = len(s.Cases)
+	if result != nil {
+		var text bytes.Buffer
+		if err := result.WriteText(&text); err != nil {
+			return err
+		}
+		s.SystemOut = junitText{xmlText(text.String())}
+	}
+	var b bytes.Buffer
+	b.WriteString(xml.Header)
+	enc := xml.NewEncoder(&b)
+	enc.Indent("", "  ")
+	if err := enc.Encode(junitSuites{Suites: []junitSuite{s}}); err != nil {
+		return err
+	}
+	b.WriteString("\n")
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// junitFailure is the <failure> of a pair that differs (nil for an equal
+// one): its message the report's verdict line, its text the whole report.
+func junitFailure(r interface{ WriteText(io.Writer) error }, equal bool) *junitProblem {
+	if equal {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := r.WriteText(&b); err != nil {
+		return &junitProblem{Message: xmlSafe(err.Error()), Type: "different"}
+	}
+	text := b.String()
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	msg, typ := lines[len(lines)-1], "different"
+	switch r := r.(type) {
+	case *Report:
+		msg, typ = lines[0], "values"
+		if r.Mismatch != "" {
+			typ = r.Mismatch
+		}
+	case *ArchiveReport:
+		typ = "members"
+	case *BytesReport:
+		typ = "bytes"
+	}
+	return &junitProblem{Message: xmlSafe(msg), Type: typ, Text: xmlText(text)}
+}
+
+// junitOnly is the <error> of a member or file only one side has.
+func junitOnly(name, what, side, path, other, otherPath string) *junitProblem {
+	msg := fmt.Sprintf("%s %s is only in %s (%s), not in %s (%s)", what, name, side, path, other, otherPath)
+	return &junitProblem{Message: xmlSafe(msg), Type: "only-in-" + side, Text: xmlText(msg + "\n")}
+}
+
+// junitProps records the inputs and the tolerances of the run.
+func junitProps(run JUnitRun) junitProperties {
+	p := []junitProperty{{"a", run.A.Path}, {"b", run.B.Path}}
+	o := run.Options
+	if !o.Tolerant {
+		p = append(p, junitProperty{"mode", "exact"})
+	} else {
+		p = append(p, junitProperty{"mode", "isclose"},
+			junitProperty{"rtol", numText(o.RTol)}, junitProperty{"atol", numText(o.ATol)})
+		for _, m := range []struct {
+			flag string
+			tol  map[string]float64
+		}{{"rtol", o.MemberRTol}, {"atol", o.MemberATol}} {
+			names := make([]string, 0, len(m.tol))
+			for n := range m.tol {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				p = append(p, junitProperty{m.flag + ":" + n, numText(m.tol[n])})
+			}
+		}
+	}
+	stat := o.Stat
+	if stat == "" {
+		stat = "elemwise"
+	}
+	p = append(p, junitProperty{"check-error-stat", stat})
+	if stat == "quantile" {
+		p = append(p, junitProperty{"error-quantile", numText(o.Quantile)})
+	}
+	for i := range p {
+		p[i].Name, p[i].Value = xmlSafe(p[i].Name), xmlSafe(p[i].Value)
+	}
+	return junitProperties{p}
+}
+
+// junitClass is the classname of every test case: "depthspace.compare."
+// and A's path with its dots made underscores, so that Jenkins, which
+// takes what follows the last dot as the class, groups the cases under
+// the package depthspace.compare and the class A (golden/out_npz).
+func junitClass(a string) string {
+	p := filepath.ToSlash(filepath.Clean(a))
+	return xmlSafe("depthspace.compare." + strings.ReplaceAll(p, ".", "_"))
+}
+
+// seconds prints a duration as JUnit's time: seconds with three decimals
+// (the Jenkins schema allows no more).
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(max(d, 0).Seconds(), 'f', 3, 64)
+}
+
+// xmlSafe makes s representable in XML 1.0: bytes that are not UTF-8 and
+// characters XML forbids (controls other than tab, newline and carriage
+// return, U+FFFE, U+FFFF) become \xNN or \uNNNN, so that a name made of
+// any bytes still reads as what it was. encoding/xml escapes the rest.
+func xmlSafe(s string) string {
+	ok := true
+	for _, r := range s {
+		if r == utf8.RuneError || !xmlChar(r) {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case !xmlChar(r) && r < 0x100:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case !xmlChar(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// xmlText is s as the text of an element: xmlSafe, then escaped as
+// encoding/xml does but for newlines and tabs, which stay as they are.
+// A carriage return is written &#xD; (a parser would make it a newline).
+func xmlText(s string) string {
+	return textEscaper.Replace(xmlSafe(s))
+}
+
+var textEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "\r", "&#xD;")
+
+// xmlChar: XML 1.0's Char production.
+func xmlChar(r rune) bool {
+	return r == 0x09 || r == 0x0A || r == 0x0D ||
+		r >= 0x20 && r <= 0xD7FF || r >= 0xE000 && r <= 0xFFFD || r >= 0x10000 && r <= 0x10FFFF
+}
+
+// JUnitFile is a --junit report being written: made before the comparison,
+// so that a path that cannot be written fails at once, and put in place
+// (temporary file and rename, as every output) when Finish has written it.
+type JUnitFile struct {
+	out   *fileio.Output
+	job   Job
+	start time.Time
+}
+
+// CreateJUnit starts the --junit report of job at path. "-" is refused:
+// standard output carries the text or --json report.
+func CreateJUnit(path string, job Job) (*JUnitFile, error) {
+	if path == "-" {
+		return nil, errors.New("--junit -: standard output carries the comparison's report; give the JUnit report a file")
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+		for _, in := range []string{job.A.Path, job.B.Path} {
+			if gi, err := os.Stat(in); err == nil && os.SameFile(fi, gi) {
+				return nil, fmt.Errorf("--junit %s: %w", path, fileio.ErrIsInput)
+			}
+		}
+	}
+	out, err := fileio.Create(path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("--junit %s: %w", path, err)
+	}
+	return &JUnitFile{out: out, job: job, start: time.Now()}, nil
+}
+
+// Finish writes the report of the comparison (result and equal as Any
+// returns them, or its error) and puts the file in place. A nil
+// *JUnitFile (no --junit) does nothing.
+func (f *JUnitFile) Finish(result interface{ WriteText(io.Writer) error }, equal bool, runErr error) error {
+	if f == nil {
+		return nil
+	}
+	run := JUnitRun{Job: f.job, Start: f.start, Elapsed: time.Since(f.start)}
+	if err := WriteJUnit(f.out, run, result, equal, runErr); err != nil {
+		f.out.Abort()
+		return fmt.Errorf("--junit %s: %w", f.out.Name, err)
+	}
+	if err := f.out.Commit(); err != nil {
+		return fmt.Errorf("--junit %s: %w", f.out.Name, err)
+	}
+	return nil
+}
