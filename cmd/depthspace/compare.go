@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/depthspace/depthspace/internal/compare"
-	"github.com/depthspace/depthspace/internal/format"
 	"github.com/depthspace/depthspace/internal/pipeline"
 	"github.com/spf13/cobra"
 )
@@ -23,8 +22,7 @@ type compareFlags struct {
 	json         bool
 	threads      int
 	maxReport    int
-	from         string
-	dtype, shape string
+	inputFlags
 }
 
 func newCompareCmd(s *streams) *cobra.Command {
@@ -155,21 +153,15 @@ output carries the text or --json report.`,
 	fl.StringVar(&f.junit, "junit", "", "also write a JUnit XML report to this file, for CI: one test case per member or file pair, a failure for each that differs")
 	fl.IntVar(&f.maxReport, "max-report", compare.DefaultMaxReport, "how many differences to list (the first by index)")
 	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work")
-	fl.StringVar(&f.from, "from", "", "input format of both: npy, raw, json, onnx, npz, safetensors, png or tar (default: by extension, then by content)")
-	fl.StringVar(&f.dtype, "dtype", "", "element type of raw inputs or bare JSON arrays (float32, f4, FLOAT16, ...)")
-	fl.StringVar(&f.shape, "shape", "", "shape of raw inputs, as D1,D2,...")
+	f.inputFlags.register(fl, "compare only the members whose names match, on both sides")
 	registerCompletions(cmd)
 	return cmd
 }
 
 func (f *compareFlags) job(cmd *cobra.Command, args []string, s *streams) (*compare.Job, error) {
-	src := pipeline.Source{DType: f.dtype, Shape: f.shape, Stdin: s.in}
-	if f.from != "" {
-		k, err := format.ParseKind(f.from)
-		if err != nil {
-			return nil, err
-		}
-		src.From = k
+	src := pipeline.Source{Stdin: s.in}
+	if err := f.inputFlags.source(&src); err != nil {
+		return nil, err
 	}
 	a, b := src, src
 	a.Path, b.Path = args[0], args[1]

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/depthspace/depthspace/internal/ops"
 	"github.com/depthspace/depthspace/internal/pipeline"
 	"github.com/spf13/cobra"
 )
@@ -11,25 +12,31 @@ import (
 // convertFlags are the flags of convert, as the user typed them.
 type convertFlags struct {
 	formatFlags
+	batchFlags
 	threads int
 }
 
 func newConvertCmd(s *streams) *cobra.Command {
 	f := &convertFlags{}
 	cmd := &cobra.Command{
-		Use:   "convert [flags] INPUT OUTPUT",
-		Short: "Rewrite a tensor in another format: npy, raw or JSON",
-		Long: `Rewrite a tensor in another format (npy, raw or JSON) with the same dtype,
-shape and values. The output is always C order: a Fortran-order npy input
-is reordered. Binary outputs hold exactly the input's element bytes (the
-npy descr is kept, byte order included); JSON follows the text rules of
-docs/formats.md.
+		Use:   "convert [flags] INPUT OUTPUT | --out-dir DIR INPUT...",
+		Short: "Rewrite tensors in another format: " + formatList(),
+		Long: `Rewrite a tensor in another format (` + formatList() + `) with the
+same dtype, shape and values. The output is always C order: a
+Fortran-order npy input is reordered. Binary outputs hold exactly the
+input's element bytes (the npy descr is kept, byte order included); JSON
+follows the text rules of docs/formats.md. A container (npz, safetensors,
+Polygraphy) is converted member by member, names kept.
 
-The output format is --to, else OUTPUT's extension (.npy, .json, .raw or
-.bin), else the input's format. OUTPUT is written to a temporary file and
-renamed into place when complete; - writes to standard output (binary
-data is refused when that is a terminal). INPUT may be - for standard
-input.`,
+The output format is --to, else OUTPUT's extension, else the input's
+format. OUTPUT is written to a temporary file and renamed into place when
+complete; - writes to standard output (binary data is refused when that
+is a terminal). INPUT may be - for standard input.
+
+With --out-dir DIR, any number of INPUTs, files or directories, are
+converted as a batch, exactly as s2d's --out-dir does (relative paths
+kept, each output with the extension of --to's format, --shard,
+--skip-existing, --progress and --json): see docs/batch.md.`,
 		Example: `  # npy to JSON, and back
   depthspace convert in.npy out.json
   depthspace convert out.json back.npy
@@ -42,9 +49,28 @@ input.`,
   depthspace convert fortran.npy c_order.npy
 
   # Print a tensor as JSON
-  depthspace convert --to json in.npy -`,
-		Args: exactArgs("INPUT and OUTPUT"),
+  depthspace convert --to json in.npy -
+
+  # A whole directory of npy files to safetensors, paths kept under out/
+  depthspace convert --to safetensors --out-dir out/ data/`,
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.outDir == "" {
+				if err := f.checkNoBatch(cmd); err != nil {
+					return err
+				}
+			} else if err := f.checkMode(cmd, args); err != nil {
+				return err
+			} else {
+				job, err := f.job(s)
+				if err != nil {
+					return err
+				}
+				return f.batchFlags.run(*job, args, s)
+			}
+			if err := exactArgs("INPUT and OUTPUT")(cmd, args); err != nil {
+				return err
+			}
 			opts, err := f.options(args, s)
 			if err != nil {
 				return err
@@ -55,11 +81,11 @@ input.`,
 	}
 	fl := cmd.Flags()
 	f.formatFlags.register(fl, "OUTPUT's")
-	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work")
+	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work (in a batch: across and within files)")
+	f.batchFlags.register(fl)
 	registerCompletions(cmd)
 	return cmd
 }
-
 // exactArgs wants two arguments and says which when they are not there.
 func exactArgs(what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
@@ -68,6 +94,19 @@ func exactArgs(what string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// job is the batch's template: the identity plan (ops.NewCopy, as
+// pipeline.Convert) with the formats.
+func (f *convertFlags) job(s *streams) (*pipeline.Options, error) {
+	if f.threads < 1 {
+		return nil, fmt.Errorf("--threads %d must be at least 1", f.threads)
+	}
+	opts := &pipeline.Options{Planner: ops.NewCopy, Threads: f.threads}
+	if err := f.formatFlags.apply(opts); err != nil {
+		return nil, err
+	}
+	return opts, nil
 }
 
 func (f *convertFlags) options(args []string, s *streams) (*pipeline.Options, error) {

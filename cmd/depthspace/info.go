@@ -18,10 +18,9 @@ import (
 
 // infoFlags are the flags of info, as the user typed them.
 type infoFlags struct {
-	json         bool
-	block        string
-	from         string
-	dtype, shape string
+	json  bool
+	block string
+	inputFlags
 }
 
 func newInfoCmd(s *streams) *cobra.Command {
@@ -74,9 +73,7 @@ described; the exit status is then 2.`,
 	fl := cmd.Flags()
 	fl.BoolVar(&f.json, "json", false, "print a JSON array, one object per input (per npz member, per file of a DIR)")
 	fl.StringVarP(&f.block, "block", "b", "", "also tell which operations are possible with this block (2 or 2x3)")
-	fl.StringVar(&f.from, "from", "", "input format: npy, raw, json, onnx, npz, safetensors, png or tar (default: by extension, then by content)")
-	fl.StringVar(&f.dtype, "dtype", "", "element type of raw input or a bare JSON array (float32, f4, FLOAT16, ...)")
-	fl.StringVar(&f.shape, "shape", "", "shape of raw input, as D1,D2,...")
+	f.inputFlags.register(fl, "describe only the members whose names match")
 	registerCompletions(cmd)
 	return cmd
 }
@@ -96,13 +93,9 @@ func runInfo(f *infoFlags, args []string, s *streams) error {
 		}
 		block = b
 	}
-	var from format.Kind
-	if f.from != "" {
-		k, err := format.ParseKind(f.from)
-		if err != nil {
-			return err
-		}
-		from = k
+	var from pipeline.Source
+	if err := f.inputFlags.source(&from); err != nil {
+		return err
 	}
 	stdin := 0
 	for _, a := range args {
@@ -146,7 +139,7 @@ func runInfo(f *infoFlags, args []string, s *streams) error {
 					fail(file.Path, file.Err)
 					continue
 				}
-				infos, err := pipeline.Describe(pipeline.Source{Path: file.Path, From: from, DType: f.dtype, Shape: f.shape}, block)
+				infos, err := pipeline.Describe(pipeline.Source{Path: file.Path, From: from.From, DType: from.DType, Shape: from.Shape, Members: from.Members}, block)
 				if err != nil {
 					fail(file.Path, err)
 					continue
@@ -164,7 +157,7 @@ func runInfo(f *infoFlags, args []string, s *streams) error {
 			printed = printed || len(files) > 0
 			continue
 		}
-		infos, err := pipeline.Describe(pipeline.Source{Path: path, From: from, DType: f.dtype, Shape: f.shape, Stdin: s.in}, block)
+		infos, err := pipeline.Describe(pipeline.Source{Path: path, From: from.From, DType: from.DType, Shape: from.Shape, Members: from.Members, Stdin: s.in}, block)
 		if err != nil {
 			fail(path, err)
 			continue

@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"runtime"
 	"strings"
 
 	"github.com/depthspace/depthspace/internal/batch"
-	"github.com/depthspace/depthspace/internal/format"
 	"github.com/depthspace/depthspace/internal/ops"
 	"github.com/depthspace/depthspace/internal/pipeline"
 	"github.com/spf13/cobra"
@@ -135,47 +133,6 @@ type opFlags struct {
 	stderr io.Writer // where notes go (what --crop dropped)
 }
 
-// formatFlags are --from, --to, --dtype and --shape: how to read an input
-// and what to write, shared by every command that reads and writes tensors.
-type formatFlags struct {
-	from, to     string
-	dtype, shape string
-	members      []string
-}
-
-// register adds the flags; output names what the output format follows
-// by default ("-o's", "OUTPUT's").
-func (f *formatFlags) register(fl *pflag.FlagSet, output string) {
-	fl.StringVar(&f.from, "from", "", "input format: npy, raw, json, onnx (TensorProto .pb), npz, safetensors or png (default: by extension, then by content)")
-	fl.StringVar(&f.to, "to", "", "output format: npy, raw, json, onnx, npz, safetensors or png (default: by "+output+" extension, else the input's format)")
-	fl.StringVar(&f.dtype, "dtype", "", "element type of raw input or a bare JSON array (float32, uint8, f4, >i2, bfloat16, FLOAT16, ...)")
-	fl.StringVar(&f.shape, "shape", "", "shape of raw input, as D1,D2,...")
-	fl.StringArrayVar(&f.members, "member", nil, "in an npz or safetensors input, work on the members whose names match this glob (repeatable); the others are copied unchanged")
-}
-
-// apply sets the formats, dtype and shape of a job.
-func (f *formatFlags) apply(opts *pipeline.Options) error {
-	opts.DType, opts.Shape = f.dtype, f.shape
-	for _, g := range f.members {
-		if _, err := path.Match(g, ""); err != nil {
-			return fmt.Errorf("--member %q is not a valid glob", g)
-		}
-	}
-	opts.Members = f.members
-	var err error
-	if f.from != "" {
-		if opts.From, err = format.ParseKind(f.from); err != nil {
-			return err
-		}
-	}
-	if f.to != "" {
-		if opts.To, err = format.ParseKind(f.to); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // batchFlags are the flags of a batch (--out-dir: many inputs, one output
 // directory), shared by every command that writes results.
 type batchFlags struct {
@@ -205,13 +162,14 @@ func newOpCmd(s *streams, k opKind) *cobra.Command {
 		Short:   k.short,
 		Long: k.short + `.
 
-INPUT is an .npy, raw or JSON tensor file, or - for standard input (the
-default when no INPUT is given). The result goes to -o PATH, written to a
+INPUT is a tensor file (` + formatList() + `: see
+'depthspace --help'), or - for standard input (the default when no INPUT
+is given). The result goes to -o PATH, written to a
 temporary file and renamed into place when complete, or to standard output.
 
 With --out-dir DIR, any number of INPUTs, files or directories, make a
 batch. Directories are walked recursively (symbolic links followed, loops
-reported) for tensor files (.npy .json .raw .bin .pb .npz .safetensors .png), in byte-wise
+reported) for tensor files (` + tensorExts() + `), in byte-wise
 sorted order of their paths relative to the directory; each result goes
 to DIR/REL (a file argument: DIR/NAME), with the extension of --to's
 format if --to is given. A file that fails is reported and the batch goes
@@ -266,13 +224,8 @@ depth-to-space is the exact inverse with the same --order.`,
 // batch forms.
 func (f *batchFlags) checkMode(cmd *cobra.Command, args []string) error {
 	if f.outDir == "" {
-		if cmd.Flags().Changed("out-dir") {
-			return errors.New("--out-dir needs a directory name")
-		}
-		for _, name := range batchOnly {
-			if cmd.Flags().Changed(name) {
-				return fmt.Errorf("--%s is for batches: give --out-dir DIR", name)
-			}
+		if err := f.checkNoBatch(cmd); err != nil {
+			return err
 		}
 		if len(args) > 1 {
 			return fmt.Errorf("%d inputs need --out-dir DIR (-o names the output of one input)", len(args))
@@ -284,6 +237,19 @@ func (f *batchFlags) checkMode(cmd *cobra.Command, args []string) error {
 	}
 	if len(args) == 0 {
 		return errors.New("--out-dir needs at least one INPUT file or directory")
+	}
+	return nil
+}
+
+// checkNoBatch refuses the batch-only flags without --out-dir.
+func (f *batchFlags) checkNoBatch(cmd *cobra.Command) error {
+	if cmd.Flags().Changed("out-dir") {
+		return errors.New("--out-dir needs a directory name")
+	}
+	for _, name := range batchOnly {
+		if cmd.Flags().Changed(name) {
+			return fmt.Errorf("--%s is for batches: give --out-dir DIR", name)
+		}
 	}
 	return nil
 }
@@ -397,32 +363,4 @@ func (f *opFlags) options(op ops.Op, args []string, s *streams) (*pipeline.Optio
 	opts.Path, opts.Stdin, opts.Stream = input, s.in, true
 	opts.Output, opts.Stdout, opts.StdoutTTY = f.output, s.out, s.stdoutIsTTY()
 	return opts, nil
-}
-
-// registerCompletions offers the fixed choices of each flag and tensor
-// files for arguments.
-func registerCompletions(cmd *cobra.Command) {
-	fixed := func(values ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-			return values, cobra.ShellCompDirectiveNoFileComp
-		}
-	}
-	_ = cmd.RegisterFlagCompletionFunc("order", fixed("dcr\tdepth-column-row (ONNX DCR, TensorFlow)", "crd\tcolumn-row-depth (ONNX CRD, PyTorch)"))
-	_ = cmd.RegisterFlagCompletionFunc("layout", fixed("nchw\tchannels first", "nhwc\tchannels last", "chw\tno batch axis, channels first",
-		"hwc\tno batch axis, channels last", "hw\ta bare mosaic or gray image"))
-	_ = cmd.RegisterFlagCompletionFunc("block-order", fixed("row-major\tthe default", "col-major\tfirst spatial axis fastest (YOLOv5 Focus)",
-		"rggb\tBayer RGGB: groups R,G,G,B", "bggr\tBayer BGGR: groups R,G,G,B", "grbg\tBayer GRBG: groups R,G,G,B", "gbrg\tBayer GBRG: groups R,G,G,B",
-		"0,1,3,2\tSID pack_raw: R,G,B,G of RGGB"))
-	_ = cmd.RegisterFlagCompletionFunc("from", fixed("npy", "raw", "json", "onnx", "npz", "safetensors", "png"))
-	_ = cmd.RegisterFlagCompletionFunc("to", fixed("npy", "raw", "json", "onnx", "npz", "safetensors", "png"))
-	_ = cmd.RegisterFlagCompletionFunc("block", fixed("2", "3", "4", "2x2", "2x3"))
-	_ = cmd.RegisterFlagCompletionFunc("dtype", fixed(strings.Fields("float32 float16 bfloat16 float64 int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool complex64 complex128")...))
-	_ = cmd.RegisterFlagCompletionFunc("progress", fixed("auto\ta bar when stderr is a terminal", "always\ta bar, or plain lines when stderr is not a terminal", "never\tonly the summary"))
-	_ = cmd.RegisterFlagCompletionFunc("shard", fixed("auto\tK and N from a Slurm job array")) // K/N: nothing to offer, and not a file
-	_ = cmd.RegisterFlagCompletionFunc("out-dir", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return nil, cobra.ShellCompDirectiveFilterDirs
-	})
-	cmd.ValidArgsFunction = func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return []string{"npy", "json", "raw", "bin"}, cobra.ShellCompDirectiveFilterFileExt
-	}
 }

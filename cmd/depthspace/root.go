@@ -68,7 +68,9 @@ func newRoot(s *streams, subs []subcommand) *cobra.Command {
 		Short: "Space-to-depth and depth-to-space on tensor files",
 		Long: `depthspace rearranges tensors the way the SpaceToDepth and DepthToSpace
 operators do (ONNX, DirectML, TensorFlow, PyTorch pixel_shuffle, OpenVINO),
-on .npy, raw and JSON files, byte-exact for every dtype, on every core.`,
+byte-exact for every dtype, on every core, in files of these formats:
+` + formatTable() + `
+See 'depthspace convert --help' to change a file's format.`,
 		Example: `  depthspace s2d -b 2 in.npy -o out.npy
   depthspace d2s -b 2 --order crd in.npy -o out.npy
   cat in.npy | depthspace s2d -b 2 > out.npy`,

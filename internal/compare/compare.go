@@ -361,6 +361,15 @@ func Any(j Job) (result interface {
 	return anyFiles(j)
 }
 
+// loadPicked loads every tensor of src, or the members --member picks.
+func loadPicked(src pipeline.Source) ([]*pipeline.Tensor, error) {
+	ts, err := pipeline.LoadAll(src)
+	if err != nil {
+		return nil, err
+	}
+	return pipeline.Picked(src.Path, ts, src.Members)
+}
+
 // anyFiles compares two files, member by member if they are containers.
 func anyFiles(j Job) (result interface {
 	WriteText(io.Writer) error
@@ -368,12 +377,12 @@ func anyFiles(j Job) (result interface {
 	// Deflated npz members are inflated a pair at a time (Bring), not
 	// all at load: memory stays bounded whatever the archives' size.
 	j.A.Deferred, j.B.Deferred = true, true
-	as, err := pipeline.LoadAll(j.A)
+	as, err := loadPicked(j.A)
 	if err != nil {
 		return nil, false, err
 	}
 	defer closeAll(as)
-	bs, err := pipeline.LoadAll(j.B)
+	bs, err := loadPicked(j.B)
 	if err != nil {
 		return nil, false, err
 	}

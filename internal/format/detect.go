@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 )
 
@@ -41,10 +43,23 @@ func SniffTar(b []byte) bool {
 // format is one new file and its registration, and the detection below,
 // the flags' names and the output checks follow.
 type Format struct {
-	Kind    Kind
+	Kind Kind
+	// Doc says what the format is in a few words: the completion of
+	// --from/--to and docs/formats.md's table show it.
+	Doc string
+	// Rank places the format in every list a user sees (help, completion,
+	// messages): lower first; 0 after the ranked ones, by name.
+	Rank    int
 	Noun    string   // what a file of it is, in messages: "an npz archive"
 	Aliases []string // other --from/--to names
 	Exts    []string // file extensions, with the dot, lower case
+	// ByContent: the extensions are shared with another format (a
+	// Polygraphy .json is JSON text), and this format claims a file of
+	// them only when Sniff says its first bytes are this format's.
+	ByContent bool
+	// ReadOnly formats are read, never written (camera raw): --to
+	// refuses them before any work.
+	ReadOnly bool
 	// Sniff reports whether a file's first bytes are this format's;
 	// nil for formats without a signature. Formats are sniffed in the
 	// order of SniffOrder (JSON, the loosest, last).
@@ -71,6 +86,11 @@ type Format struct {
 	// CanWrite says why a tensor cannot be written in this format (nil:
 	// it can): checked before any output is made.
 	CanWrite func(h Header) error
+	// Describe gives what info shows of a file beyond the tensor, as
+	// key/value lines (JSON names: "bit_depth"); CFA names the 2x2 Bayer
+	// pattern at the tensor's origin for --block-order cfa (camera raw).
+	Describe func(b []byte) ([][2]string, error)
+	CFA      func(b []byte) (string, error)
 }
 
 var formats = map[Kind]*Format{}
@@ -86,28 +106,66 @@ func register(f Format) {
 // Lookup returns the registered format of a kind, or nil.
 func Lookup(k Kind) *Format { return formats[k] }
 
-// kindNames lists the --from/--to names for messages, in a fixed order.
-func kindNames() []string {
-	var n []string
-	for _, k := range []Kind{KindNpy, KindRaw, KindJSON, KindONNX, KindNpz, KindSafetensors, KindPNG, KindTar} {
-		if formats[k] != nil {
-			n = append(n, string(k))
-		}
+// All lists the registered formats in the order every list a user sees
+// follows (Rank, then name).
+func All() []*Format {
+	all := make([]*Format, 0, len(formats))
+	for _, f := range formats {
+		all = append(all, f)
 	}
-	for k := range formats { // any other registered
-		if !strings.Contains(" npy raw json onnx npz safetensors png tar ", " "+string(k)+" ") {
-			n = append(n, string(k))
+	sort.Slice(all, func(i, j int) bool {
+		ri, rj := all[i].Rank, all[j].Rank
+		if (ri == 0) != (rj == 0) {
+			return ri != 0
+		}
+		if ri != rj {
+			return ri < rj
+		}
+		return all[i].Kind < all[j].Kind
+	})
+	return all
+}
+
+// Names lists the names of the formats that keep says yes to, in All's
+// order (all of them for a nil keep).
+func Names(keep func(*Format) bool) []string {
+	var n []string
+	for _, f := range All() {
+		if keep == nil || keep(f) {
+			n = append(n, string(f.Kind))
 		}
 	}
 	return n
 }
 
+// Writable says whether --to may name the format.
+func Writable(f *Format) bool { return !f.ReadOnly }
+
+// IsContainerFormat says whether the format holds named tensors.
+func IsContainerFormat(f *Format) bool { return f.Container }
+
+// Either joins names as prose: "a, b or c".
+func Either(names []string) string { return joinLast(names, " or ") }
+
+// joinLast joins names with commas and last before the last one.
+func joinLast(names []string, last string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + last + names[len(names)-1]
+}
+
+func kindNames() []string { return Names(nil) }
+
 func init() {
-	register(Format{Kind: KindRaw, Aliases: []string{"bin"}, Exts: []string{".raw", ".bin"},
+	register(Format{Kind: KindRaw, Rank: 2, Doc: "the bare element bytes in C order (needs --dtype and --shape)", Aliases: []string{"bin"}, Exts: []string{".raw", ".bin"},
 		Preamble: func(Header, string) ([]byte, error) { return nil, nil }})
 	// A tar shard is a format of the pipeline (pipeline/tar.go): detection
 	// only here.
-	register(Format{Kind: KindTar, Exts: []string{".tar"}, Sniff: SniffTar, SniffOrder: 50})
+	register(Format{Kind: KindTar, Rank: 8, Doc: "a tar shard (WebDataset): its tensor members worked on, the rest copied", Container: true, Exts: []string{".tar"}, Sniff: SniffTar, SniffOrder: 50})
 }
 
 // IsContainer reports whether a format holds named tensors, worked on
@@ -127,22 +185,50 @@ func ParseKind(s string) (Kind, error) {
 			}
 		}
 	}
-	names := kindNames()
-	return "", fmt.Errorf("unknown format %q (want %s or %s)", s, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
+	return "", fmt.Errorf("unknown format %q (want %s)", s, Either(kindNames()))
 }
 
-// KindByExtension names the format a file name implies, or "". A .onnx
-// file is a whole model, not a tensor: ExtensionError says so.
+// KindByExtension names the format a file name implies, or "": of
+// formats sharing an extension, the one that does not need the content
+// (Detect looks at it). A .onnx file is a whole model, not a tensor:
+// ExtensionError says so.
 func KindByExtension(name string) Kind {
 	ext := strings.ToLower(filepath.Ext(name))
 	for k, f := range formats {
-		for _, e := range f.Exts {
-			if e == ext {
-				return k
-			}
+		if !f.ByContent && slices.Contains(f.Exts, ext) {
+			return k
 		}
 	}
 	return ""
+}
+
+// Detect names the format of a file from its name and first bytes: its
+// extension's format, unless a format sharing the extension claims the
+// bytes (ByContent); with no known extension, the bytes' signature. ""
+// when neither tells.
+func Detect(name string, head []byte) Kind {
+	if name != "" && name != "-" {
+		ext := strings.ToLower(filepath.Ext(name))
+		for _, f := range All() {
+			if f.ByContent && f.Sniff != nil && slices.Contains(f.Exts, ext) && f.Sniff(head) {
+				return f.Kind
+			}
+		}
+		if k := KindByExtension(name); k != "" {
+			return k
+		}
+	}
+	return Sniff(head)
+}
+
+// OutputKind names the format an output file name implies, knowing the
+// input's: a Polygraphy .json stays Polygraphy when written to .json.
+func OutputKind(name string, in Kind) Kind {
+	ext := strings.ToLower(filepath.Ext(name))
+	if f := formats[in]; f != nil && f.ByContent && slices.Contains(f.Exts, ext) {
+		return in
+	}
+	return KindByExtension(name)
 }
 
 // ExtensionError refuses a file name whose extension names something that

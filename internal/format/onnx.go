@@ -524,7 +524,7 @@ func ONNXTypeName(code int32) string {
 }
 
 func init() {
-	register(Format{Kind: KindONNX, Aliases: []string{"pb"}, Exts: []string{".pb"},
+	register(Format{Kind: KindONNX, Rank: 4, Doc: "an ONNX TensorProto (.pb, as in test_data_set directories)", Aliases: []string{"pb"}, Exts: []string{".pb"},
 		Decode: func(b []byte, want *DType) (Header, []byte, string, error) {
 			t, err := DecodeONNX(b)
 			if err != nil {

@@ -67,6 +67,9 @@ func Describe(src Source, block ops.Block) ([]*Info, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ts, err = Picked(src.Path, ts, src.Members); err != nil {
+		return nil, err
+	}
 	defer closeAll(ts)
 	for _, t := range ts {
 		// A corrupt member is a malformed input (exit 2), as a stored
@@ -92,7 +95,7 @@ const npyHeadBytes = 16 << 10
 // its data is never read, mapped or paged in. ok is false for anything
 // that is not a regular file in npy format, which Describe then loads.
 func describeNpyHeader(src Source, block ops.Block) (info *Info, ok bool, err error) {
-	if src.Path == "-" || (src.From != "" && src.From != format.KindNpy) || format.ExtensionError(src.Path) != nil {
+	if src.Path == "-" || len(src.Members) > 0 || (src.From != "" && src.From != format.KindNpy) || format.ExtensionError(src.Path) != nil {
 		return nil, false, nil
 	}
 	kind := src.From

@@ -56,6 +56,36 @@ type Source struct {
 	// commands set it, so that an archive of any size is worked on in
 	// bounded memory.
 	Deferred bool
+	// Members (--member GLOB, repeatable) selects the members of a
+	// container to work on: the transforms copy the others to the output
+	// unchanged, info and compare leave them out (Picked).
+	Members []string
+}
+
+// Picked keeps the tensors of a container whose names match globs (all
+// of them for no globs) and closes the others; an error when none does.
+func Picked(path string, ts []*Tensor, globs []string) ([]*Tensor, error) {
+	if len(globs) == 0 {
+		return ts, nil
+	}
+	if len(ts) == 1 && ts[0].Name == "" {
+		ts[0].Close()
+		return nil, pathErr(path, fmt.Errorf("--member picks members of a container input (%s); this is one %s tensor", strings.Join(format.Names(format.IsContainerFormat), ", "), ts[0].Kind))
+	}
+	var keep []*Tensor
+	var names []string
+	for _, t := range ts {
+		names = append(names, t.Name)
+		if t.Name != "" && selected(globs, t.Name) {
+			keep = append(keep, t)
+		} else {
+			t.Close()
+		}
+	}
+	if len(keep) == 0 {
+		return nil, pathErr(path, fmt.Errorf("--member %s matches none of its members (%s)", strings.Join(globs, " --member "), strings.Join(names, ", ")))
+	}
+	return keep, nil
 }
 
 // Tensor is a decoded input: its header and its element bytes, which for a

@@ -159,7 +159,7 @@ func testDeflatedNpzDeferred(t *testing.T) {
 		if out == "-" {
 			to = format.KindNpz
 		}
-		_, err := Transform(Options{Request: s2d, Source: Source{Path: bad}, Output: out, To: to, Members: tc.members, Threads: tc.threads, Stdout: &stdout})
+		_, err := Transform(Options{Request: s2d, Source: Source{Path: bad, Members: tc.members}, Output: out, To: to, Threads: tc.threads, Stdout: &stdout})
 		wantMsg := bad + `: npz member "` + names[len(names)-1] + `": `
 		if err == nil || !strings.HasPrefix(err.Error(), wantMsg) {
 			t.Errorf("%s -j %d: error %v, want one starting %q", tc.output, tc.threads, err, wantMsg)

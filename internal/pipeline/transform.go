@@ -39,9 +39,6 @@ type Options struct {
 	// Note, when set, is told what the user should know of a job that
 	// succeeds (what --crop dropped), as "PATH: what".
 	Note func(string)
-	// Members (--member GLOB, repeatable) selects the members of a
-	// container to work on; the others are copied to the output unchanged.
-	Members []string
 	// FreshDir: Output's directory was made by this run (a batch into a
 	// new --out-dir), so Output does not exist and is not looked at.
 	FreshDir bool
@@ -100,7 +97,7 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 		return nil, pathErr(opts.Path, errors.New("a tar output is made from a tar shard (its members worked on); make a shard with tar or Python's tarfile"))
 	}
 	if len(opts.Members) > 0 && !format.IsContainer(t.Kind) {
-		return nil, pathErr(opts.Path, fmt.Errorf("--member picks members of an npz or safetensors input; this is one %s tensor", t.Kind))
+		return nil, pathErr(opts.Path, fmt.Errorf("--member picks members of a container input (%s); this is one %s tensor", strings.Join(format.Names(format.IsContainerFormat), ", "), t.Kind))
 	}
 	if len(opts.Members) > 0 && !format.IsContainer(to) {
 		// One member out of a container, into a single-tensor format.

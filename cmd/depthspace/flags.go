@@ -1,0 +1,153 @@
+package main
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/pipeline"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// Every list of formats a user sees (flag help, completion, the walk's
+// extensions) is read from the format registry here, so that a format
+// registered in internal/format appears everywhere at once.
+
+// inputFlags are how inputs are read: --from, --dtype, --shape and
+// --member, the same on every command that reads tensors (s2d, d2s,
+// reorder, convert, info, compare).
+type inputFlags struct {
+	from, dtype, shape string
+	members            []string
+}
+
+// register adds the input flags; member says what --member does with the
+// members it picks (and with the others).
+func (f *inputFlags) register(fl *pflag.FlagSet, member string) {
+	fl.StringVar(&f.from, "from", "", "input format: "+format.Either(format.Names(nil))+" (default: by extension, then by content)")
+	fl.StringVar(&f.dtype, "dtype", "", "element type of raw input or a bare JSON array (float32, uint8, f4, >i2, bfloat16, FLOAT16, ...)")
+	fl.StringVar(&f.shape, "shape", "", "shape of raw input, as D1,D2,...")
+	fl.StringArrayVar(&f.members, "member", nil, "in a container input ("+strings.Join(format.Names(format.IsContainerFormat), ", ")+"), "+member+" (a glob, repeatable)")
+}
+
+// source fills how a job's inputs are read.
+func (f *inputFlags) source(src *pipeline.Source) error {
+	src.DType, src.Shape = f.dtype, f.shape
+	for _, g := range f.members {
+		if _, err := path.Match(g, ""); err != nil {
+			return fmt.Errorf("--member %q is not a valid glob", g)
+		}
+	}
+	src.Members = f.members
+	if f.from != "" {
+		k, err := format.ParseKind(f.from)
+		if err != nil {
+			return err
+		}
+		src.From = k
+	}
+	return nil
+}
+
+// formatFlags are the input flags and --to: how to read an input and
+// what to write, for the commands that write tensors.
+type formatFlags struct {
+	inputFlags
+	to string
+}
+
+// memberWork is --member's help on the commands that write tensors.
+const memberWork = "work on the members whose names match; the others are copied unchanged"
+
+// register adds the flags; output names what the output format follows
+// by default ("-o's", "OUTPUT's").
+func (f *formatFlags) register(fl *pflag.FlagSet, output string) {
+	f.inputFlags.register(fl, memberWork)
+	fl.StringVar(&f.to, "to", "", "output format: "+format.Either(format.Names(format.Writable))+" (default: by "+output+" extension, else the input's format)")
+}
+
+// apply sets the formats, dtype, shape and members of a job.
+func (f *formatFlags) apply(opts *pipeline.Options) error {
+	if err := f.inputFlags.source(&opts.Source); err != nil {
+		return err
+	}
+	if f.to != "" {
+		k, err := format.ParseKind(f.to)
+		if err != nil {
+			return err
+		}
+		opts.To = k
+	}
+	return nil
+}
+
+// formatList is the registered formats for prose: "npy, raw, json, ...
+// or dng".
+func formatList() string { return format.Either(format.Names(nil)) }
+
+// formatTable is one line per registered format, for the root's help:
+// its name, its extensions and what it is.
+func formatTable() string {
+	var b strings.Builder
+	for _, f := range format.All() {
+		fmt.Fprintf(&b, "  %-12s %-18s %s\n", f.Kind, strings.Join(f.Exts, " "), f.Doc)
+	}
+	return b.String()
+}
+
+// tensorExts lists the extensions a directory walk picks up, as help
+// text: ".npy .raw .bin .json ...".
+func tensorExts() string {
+	var e []string
+	for _, f := range format.All() {
+		e = append(e, f.Exts...)
+	}
+	return strings.Join(e, " ")
+}
+
+// formatChoices are the completions of --from (keep nil) or --to.
+func formatChoices(keep func(*format.Format) bool) []string {
+	var c []string
+	for _, f := range format.All() {
+		if keep == nil || keep(f) {
+			c = append(c, string(f.Kind)+"\t"+f.Doc)
+		}
+	}
+	return c
+}
+
+// registerCompletions offers the fixed choices of each flag and tensor
+// files for arguments.
+func registerCompletions(cmd *cobra.Command) {
+	fixed := func(values ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			return values, cobra.ShellCompDirectiveNoFileComp
+		}
+	}
+	_ = cmd.RegisterFlagCompletionFunc("order", fixed("dcr\tdepth-column-row (ONNX DCR, TensorFlow)", "crd\tcolumn-row-depth (ONNX CRD, PyTorch)"))
+	_ = cmd.RegisterFlagCompletionFunc("layout", fixed("nchw\tchannels first", "nhwc\tchannels last", "chw\tno batch axis, channels first",
+		"hwc\tno batch axis, channels last", "hw\ta bare mosaic or gray image"))
+	_ = cmd.RegisterFlagCompletionFunc("block-order", fixed("row-major\tthe default", "col-major\tfirst spatial axis fastest (YOLOv5 Focus)",
+		"rggb\tBayer RGGB: groups R,G,G,B", "bggr\tBayer BGGR: groups R,G,G,B", "grbg\tBayer GRBG: groups R,G,G,B", "gbrg\tBayer GBRG: groups R,G,G,B",
+		"0,1,3,2\tSID pack_raw: R,G,B,G of RGGB"))
+	_ = cmd.RegisterFlagCompletionFunc("from", fixed(formatChoices(nil)...))
+	_ = cmd.RegisterFlagCompletionFunc("to", fixed(formatChoices(format.Writable)...))
+	_ = cmd.RegisterFlagCompletionFunc("block", fixed("2", "3", "4", "2x2", "2x3"))
+	_ = cmd.RegisterFlagCompletionFunc("dtype", fixed(strings.Fields("float32 float16 bfloat16 float64 int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool complex64 complex128")...))
+	_ = cmd.RegisterFlagCompletionFunc("progress", fixed("auto\ta bar when stderr is a terminal", "always\ta bar, or plain lines when stderr is not a terminal", "never\tonly the summary"))
+	_ = cmd.RegisterFlagCompletionFunc("shard", fixed("auto\tK and N from a Slurm job array")) // K/N: nothing to offer, and not a file
+	_ = cmd.RegisterFlagCompletionFunc("out-dir", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return nil, cobra.ShellCompDirectiveFilterDirs
+	})
+	var exts []string
+	for _, f := range format.All() {
+		for _, e := range f.Exts {
+			exts = append(exts, strings.TrimPrefix(e, "."))
+		}
+	}
+	cmd.ValidArgsFunction = func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return exts, cobra.ShellCompDirectiveFilterFileExt
+	}
+}
