@@ -10,6 +10,8 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
 // safetensors: Hugging Face's format. An 8-byte little-endian header
@@ -161,12 +163,21 @@ func parseSafetensorsHeader(h []byte) (*stHeader, error) {
 	}
 	st := &stHeader{}
 	seen := map[string]bool{}
+	// encoding/json turns bytes that are not UTF-8 into U+FFFD, and so
+	// would a lone surrogate escape (\ud800): a tensor renamed without a
+	// word. The reference implementation refuses such a header (its JSON
+	// is a Rust str), and so does this one, showing the name's bytes.
+	valid := utf8.Valid(h)
 	for dec.More() {
+		from := dec.InputOffset()
 		t, err := dec.Token()
 		if err != nil {
 			return nil, bad("%v", err)
 		}
 		name := t.(string)
+		if err := jsonStringOK(h[from:dec.InputOffset()], name, valid, "tensor name"); err != nil {
+			return nil, err
+		}
 		if seen[name] {
 			return nil, &SafetensorsError{Member: name, Msg: "appears twice in the header"}
 		}
@@ -176,14 +187,22 @@ func parseSafetensorsHeader(h []byte) (*stHeader, error) {
 				return nil, bad("__metadata__ is not an object")
 			}
 			for dec.More() {
+				from := dec.InputOffset()
 				k, err := dec.Token()
 				if err != nil {
 					return nil, bad("__metadata__: %v", err)
 				}
+				if err := jsonStringOK(h[from:dec.InputOffset()], k.(string), valid, "__metadata__ key"); err != nil {
+					return nil, err
+				}
+				from = dec.InputOffset()
 				v, err := dec.Token()
 				vs, ok := v.(string)
 				if err != nil || !ok {
 					return nil, bad("__metadata__ %q is not a string", k)
+				}
+				if err := jsonStringOK(h[from:dec.InputOffset()], vs, valid, fmt.Sprintf("__metadata__ %q: value", k)); err != nil {
+					return nil, err
 				}
 				st.Metadata = append(st.Metadata, [2]string{k.(string), vs})
 			}
@@ -213,7 +232,38 @@ func parseSafetensorsHeader(h []byte) (*stHeader, error) {
 	if rest := bytes.TrimRight(h[dec.InputOffset():], " \t\r\n\x00"); len(rest) != 0 {
 		return nil, bad("%d bytes after the JSON object", len(rest))
 	}
+	if !valid {
+		// Elsewhere than in a name or __metadata__ (a dtype).
+		for i := 0; i < len(h); {
+			r, n := utf8.DecodeRune(h[i:])
+			if r == utf8.RuneError && n == 1 {
+				return nil, bad("is not UTF-8 (byte %d)", i)
+			}
+			i += n
+		}
+	}
 	return st, nil
+}
+
+// jsonStringOK refuses a string of the header, decoded as s from raw (its
+// JSON text, quotes included, maybe after a comma and spaces), that
+// encoding/json made up: bytes that are not UTF-8 (checked only when the
+// header has some: valid is false) or a lone surrogate escape, each
+// become U+FFFD.
+func jsonStringOK(raw []byte, s string, valid bool, what string) error {
+	if i := bytes.IndexByte(raw, '"'); i >= 0 && len(raw) >= i+2 {
+		raw = raw[i+1 : len(raw)-1]
+	}
+	if !valid && !utf8.Valid(raw) {
+		return &SafetensorsError{Msg: fmt.Sprintf("header: %s %q is not UTF-8", what, raw)}
+	}
+	if n := strings.Count(s, "\uFFFD"); n > 0 {
+		lower := strings.ToLower(string(raw))
+		if n > strings.Count(lower, "\uFFFD")+strings.Count(lower, `\ufffd`) {
+			return &SafetensorsError{Msg: fmt.Sprintf("header: %s %s holds a lone UTF-16 surrogate escape, not a character", what, raw)}
+		}
+	}
+	return nil
 }
 
 func checkEntry(name string, dt *string, shape, offsets []json.Number) (stEntry, error) {
@@ -343,6 +393,11 @@ func SafetensorsPreamble(members []MemberSpec, metadata [][2]string) ([]byte, er
 			return nil, fmt.Errorf("safetensors tensor %q written twice", m.Name)
 		}
 		seen[m.Name] = true
+		if !utf8.ValidString(m.Name) {
+			// An npz member's name can be any bytes; JSON would write
+			// U+FFFD in their place.
+			return nil, fmt.Errorf("safetensors tensor %q: the name is not UTF-8, and a safetensors header (JSON) holds UTF-8 names only", m.Name)
+		}
 		name, err := SafetensorsName(m.Header.DType)
 		if err != nil {
 			return nil, fmt.Errorf("safetensors tensor %q: %w", m.Name, err)

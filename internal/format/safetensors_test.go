@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // refSafetensors is the reference writer of the layout, as the format's
@@ -210,4 +211,48 @@ func FuzzSafetensors(f *testing.F) {
 			t.Fatalf("members hold %d of %d data bytes", total, uint64(len(b))-8-n)
 		}
 	})
+}
+
+// A name that is not UTF-8 is refused, shown as its bytes, where
+// encoding/json would have read it as U+FFFD (a tensor renamed without a
+// word); so is a lone surrogate escape. U+FFFD itself is a name like any.
+func TestSafetensorsNameNotUTF8(t *testing.T) {
+	entry := `{"dtype":"U8","shape":[1],"data_offsets":[0,1]}`
+	for _, c := range []struct {
+		header, want string
+	}{
+		{"{\"a\xffb\":" + entry + "}", `header: tensor name "a\xffb" is not UTF-8`},
+		{`{"ok":` + entry + ", \"\xc3\":" + `{"dtype":"U8","shape":[0],"data_offsets":[1,1]}}`, `header: tensor name "\xc3" is not UTF-8`},
+		{"{\"__metadata__\":{\"k\x80\":\"v\"},\"a\":" + entry + "}", `header: __metadata__ key "k\x80" is not UTF-8`},
+		{"{\"__metadata__\":{\"k\":\"\xfe\"},\"a\":" + entry + "}", `header: __metadata__ "k": value "\xfe" is not UTF-8`},
+		{"{\"a\":{\"dtype\":\"U8\xff\",\"shape\":[1],\"data_offsets\":[0,1]}}", `unknown dtype`},
+		{"{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],\"x\xff\":1}}", `header: is not UTF-8 (byte 54)`},
+		{`{"a\ud800":` + entry + `}`, `tensor name a\ud800 holds a lone UTF-16 surrogate escape`},
+	} {
+		_, err := ReadSafetensors(stFile(c.header, make([]byte, 1)))
+		if err == nil {
+			t.Errorf("%q: accepted", c.header)
+			continue
+		}
+		ok := false
+		for _, w := range strings.Split(c.want, "|") {
+			ok = ok || strings.Contains(err.Error(), w)
+		}
+		if !ok {
+			t.Errorf("%q: got %q, want %q", c.header, err, c.want)
+		}
+	}
+	for _, name := range []string{"\ufffd", `\ufffd`, `\uFFFD`, "é", `\u00e9`, `\ud83d\ude00`} {
+		st, err := ReadSafetensors(stFile(`{"`+name+`":`+entry+`}`, make([]byte, 1)))
+		if err != nil {
+			t.Errorf("name %s: %v", name, err)
+		} else if !utf8.ValidString(st.Members[0].Name) {
+			t.Errorf("name %s read as %q", name, st.Members[0].Name)
+		}
+	}
+	// Written: a name that is not UTF-8 (an npz member's can be) is refused.
+	u8, _ := ParseDType("|u1")
+	if _, err := SafetensorsPreamble([]MemberSpec{{Name: "x\xff", Header: Header{DType: u8, Shape: []int{1}}}}, nil); err == nil || !strings.Contains(err.Error(), `"x\xff": the name is not UTF-8`) {
+		t.Errorf("writing a name that is not UTF-8: %v", err)
+	}
 }
