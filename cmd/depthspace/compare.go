@@ -14,14 +14,14 @@ import (
 
 // compareFlags are the flags of compare, as the user typed them.
 type compareFlags struct {
-	rtol, atol   []string // [NAME:]value, repeatable
-	stat         string
-	quantile     float64
-	diffImage    string
-	junit        string
-	json         bool
-	threads      int
-	maxReport    int
+	rtol, atol []string // [NAME:]value, repeatable
+	stat       string
+	quantile   float64
+	diffImage  string
+	junit      string
+	json       bool
+	threads    int
+	maxReport  int
 	inputFlags
 }
 
