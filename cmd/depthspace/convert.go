@@ -86,6 +86,7 @@ kept, each output with the extension of --to's format, --shard,
 	registerCompletions(cmd)
 	return cmd
 }
+
 // exactArgs wants two arguments and says which when they are not there.
 func exactArgs(what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {

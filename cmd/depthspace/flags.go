@@ -78,6 +78,9 @@ func (f *formatFlags) apply(opts *pipeline.Options) error {
 		if err != nil {
 			return err
 		}
+		if !format.Writable(format.Lookup(k)) {
+			return fmt.Errorf("--to %s: %w", k, format.ReadOnlyError(format.Lookup(k)))
+		}
 		opts.To = k
 	}
 	return nil

@@ -141,6 +141,12 @@ func Names(keep func(*Format) bool) []string {
 // Writable says whether --to may name the format.
 func Writable(f *Format) bool { return !f.ReadOnly }
 
+// ReadOnlyError says that a format is read, never written, and what can
+// be written instead.
+func ReadOnlyError(f *Format) error {
+	return fmt.Errorf("%s is read-only here: depthspace reads it but does not write it; write %s instead (--to)", f.Kind, Either(Names(Writable)))
+}
+
 // IsContainerFormat says whether the format holds named tensors.
 func IsContainerFormat(f *Format) bool { return f.Container }
 

@@ -391,10 +391,9 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 		if err := format.ExtensionError(src.Path); err != nil {
 			return nil, err
 		}
-		kind = format.KindByExtension(src.Path)
 	}
 	if kind == "" {
-		kind = format.Sniff(in.Data)
+		kind = format.Detect(src.Path, in.Data)
 	}
 	if kind == "" {
 		if src.DType != "" && src.Shape != "" {

@@ -271,7 +271,7 @@ func outputKind(to format.Kind, output string, in format.Kind) format.Kind {
 		return to
 	}
 	if output != "-" {
-		if k := format.KindByExtension(output); k != "" {
+		if k := format.OutputKind(output, in); k != "" {
 			return k
 		}
 	}
@@ -287,6 +287,9 @@ func (o *Options) target(t *Tensor) fileio.Target {
 // checkOutput refuses, before any work, an output the job cannot write:
 // binary data to a terminal, a path whose extension names no format.
 func checkOutput(opts Options, to format.Kind) error {
+	if f := format.Lookup(to); f != nil && !format.Writable(f) {
+		return pathErr(displayName(opts.Output), format.ReadOnlyError(f))
+	}
 	if opts.Output == "-" {
 		if opts.StdoutTTY && to != format.KindJSON {
 			return pathErr("stdout", fmt.Errorf("refusing to write binary %s data to a terminal; use -o FILE, a redirect, or --to json", to))
