@@ -1,0 +1,640 @@
+package format
+
+import (
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// DNG camera raw files as tensors (SPEC, Formats, dng), read only.
+//
+// A DNG is a TIFF file with a DNGVersion tag in IFD 0. Its raw image is
+// the IFD whose NewSubFileType is 0: IFD 0 itself, or, as cameras write
+// it, a SubIFD behind a preview. A CFA image (PhotometricInterpretation
+// 32803) is read as uint16 [H, W], the mosaic; a LinearRaw image (34892)
+// as uint16 [H, W, C]. The tensor is the whole stored image, the masked
+// margins outside ActiveArea included, as LibRaw's unprocessed_raw writes
+// it; nothing is scaled, black-subtracted, linearized or cropped. Samples
+// of 8 to 16 bits, packed depths (10, 12, 14) unpacked; strips or tiles;
+// uncompressed (1) or lossless JPEG (7, ljpeg.go).
+//
+// Sizes are checked against the file before anything is allocated: the
+// strips or tiles must cover the image, lie inside the file and not claim
+// more bytes together than the file has, so a header claiming 10^10
+// pixels over a few bytes is refused at once.
+
+// KindDNG is a DNG camera raw file (dng.go): read only.
+const KindDNG Kind = "dng"
+
+// SniffDNG reports whether b starts a TIFF file whose IFD 0 (when it lies
+// inside b) has a DNGVersion tag: a plain TIFF is not a DNG.
+func SniffDNG(b []byte) bool {
+	bo, ok := sniffTIFFHeader(b)
+	if !ok {
+		return false
+	}
+	off := uint64(bo.Uint32(b[4:]))
+	if off < 8 || off+2 > uint64(len(b)) {
+		return false
+	}
+	n := uint64(bo.Uint16(b[off:]))
+	for i := uint64(0); i < n; i++ {
+		p := off + 2 + 12*i
+		if p+12 > uint64(len(b)) {
+			return false
+		}
+		if bo.Uint16(b[p:]) == tagDNGVersion {
+			return true
+		}
+	}
+	return false
+}
+
+// dngImage is the raw image of a DNG file, its geometry checked.
+type dngImage struct {
+	f           *tiffFile
+	ifd         *tiffIFD
+	w, h, spp   int
+	bps         int
+	compression int
+	photometric int
+	tiled       bool
+	tw, th      int // tile size; for strips the image width and RowsPerStrip
+	offsets     []uint64
+	counts      []uint64
+}
+
+const (
+	photometricCFA       = 32803
+	photometricLinearRaw = 34892
+)
+
+// maxDNGPixels bounds the samples of one image (2^34: 32 GiB of uint16).
+const maxDNGPixels = 1 << 34
+
+// compressionNames names the TIFF/DNG compressions depthspace refuses.
+var compressionNames = map[uint64]string{
+	2: "CCITT Group 3", 3: "CCITT T.4", 4: "CCITT T.6", 5: "LZW", 6: "old-style JPEG",
+	8: "deflate", 9: "VC-5 (GoPro)", 32773: "PackBits", 32946: "deflate", 34892: "lossy JPEG",
+	52546: "JPEG XL",
+}
+
+// openDNG parses a DNG file and finds and checks its raw image.
+func openDNG(b []byte) (*dngImage, error) {
+	f, err := parseTIFF(b)
+	if err != nil {
+		return nil, err
+	}
+	if !f.ifds[0].has(tagDNGVersion) {
+		return nil, tiffError("a TIFF file without a DNGVersion tag: not a DNG")
+	}
+	// The raw image: the first IFD with NewSubFileType 0 that is CFA or
+	// LinearRaw (a full-size preview can have NewSubFileType 0 too).
+	var raw, main *tiffIFD
+	for _, d := range f.ifds {
+		t, err := f.uint(d, tagNewSubFileType, "NewSubFileType", 0)
+		if err != nil {
+			return nil, err
+		}
+		if t != 0 {
+			continue
+		}
+		if main == nil {
+			main = d
+		}
+		p, err := f.uint(d, tagPhotometric, "PhotometricInterpretation", 0)
+		if err != nil {
+			return nil, err
+		}
+		if p == photometricCFA || p == photometricLinearRaw {
+			raw = d
+			break
+		}
+	}
+	if raw == nil {
+		if main == nil {
+			return nil, tiffError("no raw image: no IFD has NewSubFileType 0")
+		}
+		p, _ := f.uint(main, tagPhotometric, "PhotometricInterpretation", 0)
+		return nil, tiffError("the main image (%s) has PhotometricInterpretation %d, not CFA (32803) or LinearRaw (34892)", main.where, p)
+	}
+	im := &dngImage{f: f, ifd: raw}
+	get := func(tag uint16, name string, def uint64) int {
+		if err != nil {
+			return 0
+		}
+		var v uint64
+		v, err = f.uint(raw, tag, name, def)
+		if err == nil && v > 1<<31-1 {
+			err = tiffError("%s: %s %d is too large", raw.where, name, v)
+		}
+		return int(v)
+	}
+	im.w = get(tagImageWidth, "ImageWidth", 0)
+	im.h = get(tagImageLength, "ImageLength", 0)
+	im.spp = get(tagSamplesPerPixel, "SamplesPerPixel", 1)
+	im.compression = get(tagCompression, "Compression", 1)
+	im.photometric = get(tagPhotometric, "PhotometricInterpretation", 0)
+	planar := get(tagPlanarConfig, "PlanarConfiguration", 1)
+	sampleFormat := get(tagSampleFormat, "SampleFormat", 1)
+	if err != nil {
+		return nil, err
+	}
+	where := raw.where
+	switch {
+	case im.w == 0 || im.h == 0:
+		return nil, tiffError("%s: the raw image is %dx%d", where, im.w, im.h)
+	case im.spp < 1 || im.spp > 16:
+		return nil, tiffError("%s: SamplesPerPixel %d", where, im.spp)
+	case im.photometric == photometricCFA && im.spp != 1:
+		return nil, tiffError("%s: a CFA image with %d samples per pixel (want 1)", where, im.spp)
+	case im.spp > 1 && planar != 1:
+		return nil, tiffError("%s: PlanarConfiguration %d (separate planes) is not supported; depthspace reads interleaved samples (1)", where, planar)
+	case sampleFormat == 3:
+		return nil, tiffError("%s: floating-point samples (SampleFormat 3) are not supported; depthspace reads unsigned integer samples", where)
+	case sampleFormat != 1:
+		return nil, tiffError("%s: SampleFormat %d is not supported; depthspace reads unsigned integer samples (1)", where, sampleFormat)
+	case uint64(im.w)*uint64(im.h)*uint64(im.spp) > maxDNGPixels:
+		return nil, tiffError("%s: %dx%dx%d samples is too large", where, im.w, im.h, im.spp)
+	}
+	bps, err := f.list(raw, tagBitsPerSample, "BitsPerSample")
+	if err != nil {
+		return nil, err
+	}
+	if len(bps) == 0 {
+		bps = []uint64{1}
+	}
+	for _, v := range bps {
+		if v != bps[0] {
+			return nil, tiffError("%s: BitsPerSample %v differ between samples", where, bps)
+		}
+	}
+	if bps[0] < 8 || bps[0] > 16 {
+		return nil, tiffError("%s: %d-bit samples; depthspace reads 8 to 16 bits", where, bps[0])
+	}
+	im.bps = int(bps[0])
+	switch im.compression {
+	case 1, 7:
+	default:
+		name := compressionNames[uint64(im.compression)]
+		if name == "" {
+			name = "unknown"
+		}
+		return nil, tiffError("%s: compression %d (%s) is not supported; depthspace reads uncompressed (1) and lossless JPEG (7) DNGs", where, im.compression, name)
+	}
+	if err := im.chunks(); err != nil {
+		return nil, err
+	}
+	return im, nil
+}
+
+// chunks reads the strips or tiles and checks that they cover the image
+// and lie inside the file.
+func (im *dngImage) chunks() error {
+	f, d, where := im.f, im.ifd, im.ifd.where
+	var err error
+	offTag, cntTag, what := uint16(tagStripOffsets), uint16(tagStripByteCounts), "strips"
+	var n uint64
+	if d.has(tagTileOffsets) || d.has(tagTileWidth) {
+		im.tiled, offTag, cntTag, what = true, tagTileOffsets, tagTileByteCounts, "tiles"
+		tw, err1 := f.uint(d, tagTileWidth, "TileWidth", 0)
+		th, err2 := f.uint(d, tagTileLength, "TileLength", 0)
+		if err1 != nil || err2 != nil {
+			return tiffError("%s: bad TileWidth or TileLength", where)
+		}
+		if tw == 0 || th == 0 || tw > 1<<20 || th > 1<<20 {
+			return tiffError("%s: tiles of %dx%d", where, tw, th)
+		}
+		im.tw, im.th = int(tw), int(th)
+		n = uint64((im.w+im.tw-1)/im.tw) * uint64((im.h+im.th-1)/im.th)
+	} else {
+		rps, err := f.uint(d, tagRowsPerStrip, "RowsPerStrip", 1<<32-1)
+		if err != nil {
+			return err
+		}
+		if rps == 0 {
+			return tiffError("%s: RowsPerStrip is 0", where)
+		}
+		im.tw, im.th = im.w, int(min(rps, uint64(im.h)))
+		n = uint64((im.h + im.th - 1) / im.th)
+	}
+	if im.offsets, err = f.list(d, offTag, what+" offsets"); err != nil {
+		return err
+	}
+	if im.counts, err = f.list(d, cntTag, what+" byte counts"); err != nil {
+		return err
+	}
+	if uint64(len(im.offsets)) != n || uint64(len(im.counts)) != n {
+		return tiffError("%s: %d %s offsets and %d byte counts, but a %dx%d image in %s of %dx%d needs %d: the %s do not cover the image",
+			where, len(im.offsets), what, len(im.counts), im.w, im.h, what, im.tw, im.th, n, what)
+	}
+	var total uint64
+	for i := range im.offsets {
+		o, c := im.offsets[i], im.counts[i]
+		if o > uint64(len(f.b)) || c > uint64(len(f.b))-o {
+			return tiffError("%s: %s %d (%d bytes at offset %d) runs past the end of the file (%d bytes)", where, what[:len(what)-1], i, c, o, len(f.b))
+		}
+		total += c
+	}
+	// Chunks of an honest file do not overlap: together they fit in it.
+	if total > uint64(len(f.b)) {
+		return tiffError("%s: the %s claim %d bytes together but the file has %d", where, what, total, len(f.b))
+	}
+	rowBytes := (uint64(im.tw)*uint64(im.spp)*uint64(im.bps) + 7) / 8
+	for i := range im.offsets {
+		_, _, _, ch := im.chunk(i)
+		if im.tiled {
+			ch = im.th // a tile is stored whole
+		}
+		samples := uint64(im.tw) * uint64(ch) * uint64(im.spp)
+		switch im.compression {
+		case 1:
+			if need := rowBytes * uint64(ch); im.counts[i] < need {
+				return tiffError("%s: %s %d has %d bytes but %d rows of %d bytes need %d", where, what[:len(what)-1], i, im.counts[i], ch, rowBytes, need)
+			}
+		case 7:
+			// At least one bit a sample (a Huffman code is 1 to 16 bits).
+			if samples > 8*im.counts[i]+64 {
+				return tiffError("%s: %s %d claims %d samples but has %d bytes of lossless JPEG: it cannot hold them", where, what[:len(what)-1], i, samples, im.counts[i])
+			}
+		}
+	}
+	return nil
+}
+
+// chunk is where strip or tile i lies in the image: its first column and
+// row, and the columns and rows of it inside the image.
+func (im *dngImage) chunk(i int) (x0, y0, cw, ch int) {
+	if !im.tiled {
+		y0 = i * im.th
+		return 0, y0, im.w, min(im.th, im.h-y0)
+	}
+	across := (im.w + im.tw - 1) / im.tw
+	x0, y0 = (i%across)*im.tw, (i/across)*im.th
+	return x0, y0, min(im.tw, im.w-x0), min(im.th, im.h-y0)
+}
+
+// shape is the tensor's shape: [H, W] for CFA, [H, W, C] for LinearRaw.
+func (im *dngImage) shape() []int {
+	if im.photometric == photometricCFA {
+		return []int{im.h, im.w}
+	}
+	return []int{im.h, im.w, im.spp}
+}
+
+// DecodeDNG reads a DNG file's raw image into a C-order little-endian
+// uint16 tensor.
+func DecodeDNG(b []byte) (Header, []byte, error) {
+	im, err := openDNG(b)
+	if err != nil {
+		return Header{}, nil, err
+	}
+	out := make([]byte, 2*im.w*im.h*im.spp)
+	n := len(im.offsets)
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if len(out) < 1<<20 {
+		workers = 1
+	}
+	errs := make([]error, n)
+	var next sync.Mutex
+	k := 0
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				next.Lock()
+				i := k
+				k++
+				next.Unlock()
+				if i >= n {
+					return
+				}
+				errs[i] = im.decodeChunk(i, out)
+				if errs[i] != nil {
+					next.Lock()
+					k = n // stop the others
+					next.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return Header{}, nil, err
+		}
+	}
+	u16, _ := ParseDType("<u2")
+	return Header{DType: u16, Shape: im.shape()}, out, nil
+}
+
+// decodeChunk decodes strip or tile i into out.
+func (im *dngImage) decodeChunk(i int, out []byte) error {
+	x0, y0, cw, ch := im.chunk(i)
+	data := im.f.b[im.offsets[i] : im.offsets[i]+im.counts[i]]
+	spp := im.spp
+	stride := 2 * im.w * spp // output bytes per image row
+	if im.compression == 7 {
+		what := "strip"
+		if im.tiled {
+			what = "tile"
+		}
+		// The samples come in raster order of the tile (or strip), tw
+		// pixels of spp samples a row, whatever the JPEG's own width and
+		// component count: dcraw's and the DNG SDK's layout.
+		rowSamples := im.tw * spp
+		row, col := 0, 0
+		sink := func(s []uint16) {
+			for len(s) > 0 {
+				n := min(len(s), rowSamples-col)
+				if row < ch {
+					vis := max(0, min(n, cw*spp-col))
+					if vis > 0 {
+						o := out[(y0+row)*stride+2*(x0*spp+col):]
+						for j, v := range s[:vis] {
+							binary.LittleEndian.PutUint16(o[2*j:], v)
+						}
+					}
+				}
+				s = s[n:]
+				col += n
+				if col == rowSamples {
+					row, col = row+1, 0
+				}
+			}
+		}
+		maxRows := im.th
+		fr, err := parseLJPEG(data)
+		if err != nil {
+			return tiffError("%s %d: %v", what, i, err)
+		}
+		total := uint64(fr.w) * uint64(fr.h) * uint64(fr.nc)
+		if total%uint64(rowSamples) != 0 || total/uint64(rowSamples) < uint64(ch) || total/uint64(rowSamples) > uint64(maxRows) {
+			return tiffError("%s %d: the lossless JPEG is %dx%d with %d components (%d samples), which is not %d to %d rows of %d pixels of %d samples",
+				what, i, fr.w, fr.h, fr.nc, total, ch, maxRows, im.tw, spp)
+		}
+		if err := fr.decode(sink); err != nil {
+			return tiffError("%s %d: %v", what, i, err)
+		}
+		return nil
+	}
+	// Uncompressed: rows of tw pixels, each starting on a byte.
+	rowBytes := (im.tw*spp*im.bps + 7) / 8
+	bo := im.f.bo
+	for r := 0; r < ch; r++ {
+		src := data[r*rowBytes : (r+1)*rowBytes]
+		dst := out[(y0+r)*stride+2*x0*spp : (y0+r)*stride+2*(x0+cw)*spp]
+		ns := cw * spp
+		switch im.bps {
+		case 16:
+			if bo == binary.LittleEndian {
+				copy(dst, src[:2*ns])
+			} else {
+				for j := 0; j < ns; j++ {
+					dst[2*j], dst[2*j+1] = src[2*j+1], src[2*j]
+				}
+			}
+		case 8:
+			for j := 0; j < ns; j++ {
+				dst[2*j], dst[2*j+1] = src[j], 0
+			}
+		default:
+			unpackBits(dst, src, ns, im.bps)
+		}
+	}
+	return nil
+}
+
+// unpackBits reads n samples of bps bits, packed most significant bit
+// first (DNG's rule for depths other than 8 and 16, in either byte
+// order), into little-endian uint16s.
+func unpackBits(dst, src []byte, n, bps int) {
+	var acc uint64
+	nb := 0
+	p := 0
+	mask := uint64(1)<<bps - 1
+	for j := 0; j < n; j++ {
+		for nb < bps {
+			acc = acc<<8 | uint64(src[p])
+			p++
+			nb += 8
+		}
+		nb -= bps
+		v := acc >> nb & mask
+		dst[2*j], dst[2*j+1] = byte(v), byte(v>>8)
+	}
+}
+
+// colorLetters are the CFA colour codes of TIFF/EP and DNG.
+const colorLetters = "RGBCMYW"
+
+// cfaPattern reads the raw image's CFA pattern: its repeat size and the
+// letters row by row, as stored (relative to the ActiveArea's corner).
+func (im *dngImage) cfaPattern() (rows, cols int, letters string, err error) {
+	f, d := im.f, im.ifd
+	if im.photometric != photometricCFA {
+		return 0, 0, "", tiffError("the raw image is LinearRaw (PhotometricInterpretation 34892): it has no CFA pattern")
+	}
+	dim, err := f.list(d, tagCFARepeatDim, "CFARepeatPatternDim")
+	if err != nil {
+		return 0, 0, "", err
+	}
+	pat, err := f.list(d, tagCFAPattern, "CFAPattern")
+	if err != nil {
+		return 0, 0, "", err
+	}
+	if pat == nil {
+		return 0, 0, "", tiffError("the CFA image has no CFAPattern tag")
+	}
+	if dim == nil {
+		dim = []uint64{2, 2}
+	}
+	if len(dim) != 2 || dim[0] == 0 || dim[1] == 0 || dim[0]*dim[1] != uint64(len(pat)) {
+		return 0, 0, "", tiffError("CFARepeatPatternDim %v does not match the %d CFAPattern values", dim, len(pat))
+	}
+	var sb strings.Builder
+	for _, v := range pat {
+		if v >= uint64(len(colorLetters)) {
+			return 0, 0, "", tiffError("CFAPattern colour %d is not a CFA colour (0 to 6)", v)
+		}
+		sb.WriteByte(colorLetters[v])
+	}
+	return int(dim[0]), int(dim[1]), sb.String(), nil
+}
+
+// activeArea reads ActiveArea (top, left, bottom, right), or the whole
+// image when absent.
+func (im *dngImage) activeArea() ([4]uint64, bool, error) {
+	a, err := im.f.list(im.ifd, tagActiveArea, "ActiveArea")
+	if err != nil {
+		return [4]uint64{}, false, err
+	}
+	if a == nil {
+		return [4]uint64{0, 0, uint64(im.h), uint64(im.w)}, false, nil
+	}
+	if len(a) != 4 {
+		return [4]uint64{}, false, tiffError("ActiveArea has %d values (want top, left, bottom, right)", len(a))
+	}
+	return [4]uint64{a[0], a[1], a[2], a[3]}, true, nil
+}
+
+// splitPattern writes a pattern's letters row by row, rows apart by "/".
+func splitPattern(letters string, cols int) string {
+	var rows []string
+	for i := 0; i+cols <= len(letters); i += cols {
+		rows = append(rows, letters[i:i+cols])
+	}
+	return strings.Join(rows, "/")
+}
+
+// DNGCFA is the 2x2 Bayer pattern at row 0, column 0 of the tensor a DNG
+// file decodes to, as a --block-order name (rggb, bggr, grbg, gbrg): the
+// file's CFAPattern, which starts at the ActiveArea's corner, shifted by
+// the corner's offset. Other patterns are refused, by name.
+func DNGCFA(b []byte) (string, error) {
+	im, err := openDNG(b)
+	if err != nil {
+		return "", err
+	}
+	if im.photometric != photometricCFA {
+		return "", tiffError("--block-order cfa needs a CFA pattern, and this DNG's raw image is LinearRaw (PhotometricInterpretation 34892): it has none")
+	}
+	if l, err := im.f.uint(im.ifd, tagCFALayout, "CFALayout", 1); err != nil || l != 1 {
+		return "", tiffError("CFALayout %d (not a rectangular grid): --block-order cfa takes 2x2 Bayer patterns", l)
+	}
+	rows, cols, p, err := im.cfaPattern()
+	if err != nil {
+		return "", err
+	}
+	if rows != 2 || cols != 2 {
+		name := fmt.Sprintf("a %dx%d CFA pattern", rows, cols)
+		switch {
+		case rows == 6 && cols == 6:
+			name = "an X-Trans 6x6 CFA pattern"
+		case rows == 4 && cols == 4 && quadBayer(p):
+			name = "a quad Bayer 4x4 CFA pattern"
+		}
+		return "", tiffError("%s (%s); --block-order cfa takes 2x2 Bayer patterns (RGGB, BGGR, GRBG, GBRG)", name, splitPattern(p, cols))
+	}
+	area, _, err := im.activeArea()
+	if err != nil {
+		return "", err
+	}
+	p = shiftPattern(p, int(area[0]%2), int(area[1]%2))
+	switch p {
+	case "RGGB", "BGGR", "GRBG", "GBRG":
+		return strings.ToLower(p), nil
+	}
+	return "", tiffError("a 2x2 CFA pattern %s is not a Bayer pattern (RGGB, BGGR, GRBG, GBRG): --block-order cfa cannot group it", splitPattern(p, 2))
+}
+
+// shiftPattern is a 2x2 pattern seen from dy rows and dx columns further.
+func shiftPattern(p string, dy, dx int) string {
+	b := make([]byte, 4)
+	for i := 0; i < 2; i++ {
+		for j := 0; j < 2; j++ {
+			b[2*i+j] = p[2*((i+dy)%2)+(j+dx)%2]
+		}
+	}
+	return string(b)
+}
+
+// quadBayer reports whether a 4x4 pattern is 2x2 blocks of one colour.
+func quadBayer(p string) bool {
+	for i := 0; i < 4; i++ {
+		for j := 0; j < 4; j++ {
+			if p[4*i+j] != p[4*(i&^1)+(j&^1)] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// DescribeDNG is what info shows of a DNG beyond the tensor: where the
+// raw image is and how it is stored, the CFA pattern, bit depth, black
+// and white levels, ActiveArea and DefaultCrop. Keys are JSON names.
+func DescribeDNG(b []byte) ([][2]string, error) {
+	im, err := openDNG(b)
+	if err != nil {
+		return nil, err
+	}
+	f, d := im.f, im.ifd
+	var out [][2]string
+	add := func(k, v string) { out = append(out, [2]string{k, v}) }
+	add("raw_image", d.where)
+	if im.photometric == photometricCFA {
+		add("photometric", "CFA (32803)")
+	} else {
+		add("photometric", "LinearRaw (34892)")
+	}
+	add("compression", map[int]string{1: "none (1)", 7: "lossless JPEG (7)"}[im.compression])
+	if im.tiled {
+		add("storage", fmt.Sprintf("%d tiles of %dx%d", len(im.offsets), im.tw, im.th))
+	} else {
+		add("storage", fmt.Sprintf("%d strips of %d rows", len(im.offsets), im.th))
+	}
+	add("bit_depth", strconv.Itoa(im.bps))
+	if im.photometric == photometricCFA {
+		if rows, cols, p, err := im.cfaPattern(); err != nil {
+			add("cfa_pattern", "none ("+strings.TrimPrefix(err.Error(), "dng: ")+")")
+		} else {
+			s := fmt.Sprintf("%s (%dx%d)", splitPattern(p, cols), rows, cols)
+			if o, err := DNGCFA(b); err == nil && strings.ToUpper(o) != p {
+				s += fmt.Sprintf("; %s at row 0, column 0 of the image (ActiveArea's corner is at an odd offset)", splitPattern(strings.ToUpper(o), 2))
+			}
+			add("cfa_pattern", s)
+		}
+	}
+	if v := f.text(d, tagBlackLevel); v != "" {
+		if r := f.text(d, tagBlackLevelRepeat); r != "" {
+			v += " (repeat " + strings.ReplaceAll(r, ",", "x") + ")"
+		}
+		add("black_level", v)
+	} else {
+		add("black_level", "0 (default)")
+	}
+	if v := f.text(d, tagWhiteLevel); v != "" {
+		add("white_level", v)
+	} else {
+		add("white_level", fmt.Sprintf("%d (default)", 1<<im.bps-1))
+	}
+	if a, ok, err := im.activeArea(); err == nil {
+		s := fmt.Sprintf("top %d, left %d, bottom %d, right %d", a[0], a[1], a[2], a[3])
+		if !ok {
+			s += " (default: the whole image)"
+		}
+		add("active_area", s)
+	}
+	if v := f.text(d, tagDefaultCropOrigin); v != "" {
+		add("default_crop_origin", v)
+	}
+	if v := f.text(d, tagDefaultCropSize); v != "" {
+		add("default_crop_size", v)
+	}
+	if d.has(tagLinearization) {
+		add("linearization_table", "present (not applied: the tensor holds the stored samples)")
+	}
+	return out, nil
+}
+
+func init() {
+	register(Format{Kind: KindDNG, Rank: 10, Noun: "a DNG file", Doc: "camera raw (DNG): the CFA mosaic as uint16 [H, W], LinearRaw as [H, W, C]; read only",
+		Exts: []string{".dng"}, Sniff: SniffDNG, SniffOrder: 45, ReadOnly: true,
+		Decode: func(b []byte, want *DType) (Header, []byte, string, error) {
+			h, data, err := DecodeDNG(b)
+			if err == nil && want != nil {
+				h.DType, err = want.Reinterpret(h.DType)
+			}
+			return h, data, "", err
+		},
+		Describe: DescribeDNG,
+		CFA:      DNGCFA,
+	})
+}

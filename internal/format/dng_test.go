@@ -1,0 +1,296 @@
+package format
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+)
+
+// le16 reads a decoded tensor's little-endian uint16s.
+func le16(b []byte) []uint16 {
+	out := make([]uint16, len(b)/2)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint16(b[2*i:])
+	}
+	return out
+}
+
+// dngCases are the files every test below writes: both byte orders,
+// strips and tiles, depths 8 to 16 (packed ones), IFD 0 and a SubIFD,
+// uncompressed and lossless JPEG with every predictor.
+func dngCases() []testDNG {
+	var cs []testDNG
+	for _, bo := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+		for _, bps := range []int{8, 10, 12, 14, 16} {
+			cs = append(cs,
+				testDNG{bo: bo, w: 48, h: 40, spp: 1, bps: bps, compression: 1, rps: 7},
+				testDNG{bo: bo, w: 50, h: 38, spp: 1, bps: bps, compression: 1, tile: [2]int{16, 16}, subIFD: true},
+			)
+		}
+		for pred := 1; pred <= 7; pred++ {
+			cs = append(cs, testDNG{bo: bo, w: 64, h: 48, spp: 1, bps: 12 + pred%3, compression: 7, pred: pred, tile: [2]int{32, 16}, subIFD: pred%2 == 0})
+		}
+		cs = append(cs,
+			testDNG{bo: bo, w: 64, h: 44, spp: 1, bps: 14, compression: 7, pred: 1, rps: 44},
+			testDNG{bo: bo, w: 60, h: 46, spp: 1, bps: 16, compression: 7, pred: 4, tile: [2]int{32, 32}, tablePer: true},
+			testDNG{bo: bo, w: 64, h: 48, spp: 1, bps: 12, compression: 7, pred: 6, tile: [2]int{32, 32}, comps: 4, fixedTable: true},
+			testDNG{bo: bo, w: 64, h: 48, spp: 1, bps: 12, compression: 7, pred: 1, tile: [2]int{32, 32}, comps: 1, restart: 4},
+			testDNG{bo: bo, w: 64, h: 48, spp: 1, bps: 10, compression: 7, pred: 1, tile: [2]int{64, 48}, pt: 2},
+		)
+	}
+	return cs
+}
+
+func (d testDNG) String() string {
+	bo := "LE"
+	if d.bo == binary.BigEndian {
+		bo = "BE"
+	}
+	s := fmt.Sprintf("%s-%dx%d-%dbit-c%d", bo, d.w, d.h, d.bps, d.compression)
+	if d.tile[0] > 0 {
+		s += fmt.Sprintf("-tiles%dx%d", d.tile[0], d.tile[1])
+	} else {
+		s += fmt.Sprintf("-strips%d", d.rps)
+	}
+	if d.compression == 7 {
+		s += fmt.Sprintf("-pred%d-comps%d-rst%d-pt%d", d.pred, d.comps, d.restart, d.pt)
+	}
+	if d.subIFD {
+		s += "-subifd"
+	}
+	return s
+}
+
+func (d testDNG) samples(seed int64) []uint16 {
+	rng := rand.New(rand.NewSource(seed))
+	return randomMosaic(rng, d.w*d.h*d.spp, d.bps-d.pt)
+}
+
+func TestDNGDecodeRoundTrip(t *testing.T) {
+	for i, c := range append(dngCases(),
+		testDNG{w: 30, h: 22, spp: 3, bps: 16, linear: true, compression: 1, rps: 5},
+		testDNG{w: 32, h: 24, spp: 3, bps: 12, linear: true, compression: 7, tile: [2]int{16, 16}, comps: 3, pred: 1},
+	) {
+		t.Run(c.String(), func(t *testing.T) {
+			want := c.samples(int64(i))
+			file := c.build(want)
+			if !SniffDNG(file) || Sniff(file) != KindDNG {
+				t.Fatal("not sniffed as a DNG")
+			}
+			h, data, err := DecodeDNG(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantShape := []int{c.h, c.w}
+			if c.linear {
+				wantShape = append(wantShape, c.spp)
+			}
+			if ShapeString(h.Shape) != ShapeString(wantShape) || h.DType.Name() != "uint16" {
+				t.Fatalf("got %s %s, want %s uint16", ShapeString(h.Shape), h.DType.Name(), ShapeString(wantShape))
+			}
+			got := le16(data)
+			for j := range want {
+				if got[j] != want[j] {
+					t.Fatalf("sample %d (row %d, col %d): got %d, want %d", j, j/c.spp/c.w, j/c.spp%c.w, got[j], want[j])
+				}
+			}
+		})
+	}
+}
+
+func TestDNGCFA(t *testing.T) {
+	s := make([]uint16, 24*24)
+	for _, c := range []struct {
+		pattern []byte
+		dim     [2]int
+		area    []uint32
+		linear  bool
+		want    string // or "error: ..." substring
+	}{
+		{[]byte{0, 1, 1, 2}, [2]int{}, nil, false, "rggb"},
+		{[]byte{2, 1, 1, 0}, [2]int{}, nil, false, "bggr"},
+		{[]byte{1, 0, 2, 1}, [2]int{}, nil, false, "grbg"},
+		{[]byte{1, 2, 0, 1}, [2]int{}, nil, false, "gbrg"},
+		{[]byte{0, 1, 1, 2}, [2]int{}, []uint32{1, 0, 23, 24}, false, "gbrg"},
+		{[]byte{0, 1, 1, 2}, [2]int{}, []uint32{0, 1, 24, 23}, false, "grbg"},
+		{[]byte{0, 1, 1, 2}, [2]int{}, []uint32{3, 5, 23, 23}, false, "bggr"},
+		{[]byte{0, 1, 1, 2}, [2]int{}, []uint32{2, 4, 24, 24}, false, "rggb"},
+		{[]byte("\x01\x01\x00\x01\x01\x02\x01\x01\x02\x01\x01\x00\x02\x00\x01\x00\x02\x01\x01\x01\x02\x01\x01\x00\x01\x01\x00\x01\x01\x02\x00\x02\x01\x02\x00\x01"), [2]int{6, 6}, nil, false, "error: an X-Trans 6x6 CFA pattern (GGRGGB/"},
+		{[]byte{0, 0, 1, 1, 0, 0, 1, 1, 1, 1, 2, 2, 1, 1, 2, 2}, [2]int{4, 4}, nil, false, "error: a quad Bayer 4x4 CFA pattern (RRGG/RRGG/GGBB/GGBB)"},
+		{[]byte{0, 1, 2, 6}, [2]int{}, nil, false, "error: a 2x2 CFA pattern RG/BW is not a Bayer pattern"},
+		{nil, [2]int{}, nil, true, "error: --block-order cfa needs a CFA pattern"},
+	} {
+		d := testDNG{w: 24, h: 24, spp: 1, bps: 16, compression: 1, pattern: c.pattern, patternDim: c.dim, activeArea: c.area, linear: c.linear}
+		if c.linear {
+			d.spp = 3
+		}
+		got, err := DNGCFA(d.build(append(s, make([]uint16, 24*24*2)...)[:24*24*d.spp]))
+		if err != nil {
+			got = "error: " + strings.TrimPrefix(err.Error(), "dng: ")
+		}
+		if !strings.Contains(got, c.want) {
+			t.Errorf("pattern %v area %v: got %q, want %q", c.pattern, c.area, got, c.want)
+		}
+	}
+}
+
+func TestDNGDescribe(t *testing.T) {
+	d := testDNG{w: 24, h: 24, spp: 1, bps: 12, compression: 1, activeArea: []uint32{1, 2, 23, 22}, black: []uint32{64},
+		white: 4095, cropOrigin: []uint32{2, 2}, cropSize: []uint32{16, 18}, subIFD: true}
+	kv, err := DescribeDNG(d.build(make([]uint16, 24*24)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, e := range kv {
+		lines = append(lines, e[0]+"="+e[1])
+	}
+	got := strings.Join(lines, "\n")
+	for _, want := range []string{"raw_image=SubIFD 0 of IFD 0", "bit_depth=12", "cfa_pattern=RG/GB (2x2); GB/RG at row 0, column 0", "black_level=64",
+		"white_level=4095", "active_area=top 1, left 2, bottom 23, right 22", "default_crop_origin=2,2", "default_crop_size=16,18", "compression=none (1)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("describe lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// TestDNGHostile: broken files are refused with one line, quickly, never
+// a panic or an allocation of what they claim.
+func TestDNGHostile(t *testing.T) {
+	good := testDNG{w: 32, h: 32, spp: 1, bps: 12, compression: 7, tile: [2]int{16, 16}, pred: 1}
+	s := good.samples(1)
+	base := good.build(s)
+	le := binary.LittleEndian
+	u32 := func(v ...uint32) []byte {
+		b := make([]byte, 4*len(v))
+		for i, x := range v {
+			le.PutUint32(b[4*i:], x)
+		}
+		return b
+	}
+	mod := func(f func(d *testDNG)) []byte { d := good; f(&d); return d.build(s) }
+	strips := mod(func(d *testDNG) { d.tile = [2]int{} })
+	cases := map[string]struct {
+		file []byte
+		want string
+	}{
+		"empty":       {nil, "not a TIFF"},
+		"plain tiff":  {mod(func(d *testDNG) { d.noDNGVer = true }), "without a DNGVersion"},
+		"truncated":   {base[:len(base)/2], ""},
+		"ifd loop":    {ifdLoop(base), "loop"},
+		"ifd outside": {append([]byte("II*\x00\xff\xff\xff\x7f"), make([]byte, 16)...), "outside the file"},
+		"huge image": {mod(func(d *testDNG) {
+			d.extra = []tiffTestEntry{}
+		}), ""},
+		"claimed pixels": {patchTag(strips, tagImageWidth, 100000), "cannot hold them"},
+		"10^10 pixels":   {patchTag(patchTag(patchTag(strips, tagImageWidth, 100000), tagImageLength, 100000), tagRowsPerStrip, 100000), "cannot hold them"},
+		"strips short": {mod(func(d *testDNG) {
+			d.compression, d.tile, d.rps = 1, [2]int{}, 8
+			d.extra = []tiffTestEntry{{tagRowsPerStrip, 4, 1, u32(4)}}
+		}), "do not cover the image"},
+		"offset past end": {patchTag(base, tagTileOffsets, 1<<30), "past the end"},
+		"count past end":  {patchTag(base, tagTileByteCounts, 1<<30), "past the end"},
+		"lzw":             {patchTag(base, tagCompression, 5), "compression 5 (LZW) is not supported"},
+		"lossy":           {patchTag(base, tagCompression, 34892), "lossy JPEG"},
+		"bad huffman":     {breakHuffman(base), ""},
+		"truncated jpeg":  {truncateEntropy(base), ""},
+		"4-bit":           {patchTag(base, tagBitsPerSample, 4), "4-bit samples"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := DecodeDNG(c.file)
+			if name == "huge image" {
+				return
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if strings.ContainsAny(err.Error(), "\n\r") {
+				t.Errorf("not one line: %q", err)
+			}
+			if c.want != "" && !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %q, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+// findTag returns the offset of a tag's entry in the file's last-written
+// IFD that has it (little-endian files only).
+func findTag(b []byte, tag uint16) int {
+	f, err := parseTIFF(b)
+	if err != nil {
+		return -1
+	}
+	for _, d := range f.ifds {
+		n := int(f.bo.Uint16(b[d.off:]))
+		for i := 0; i < n; i++ {
+			p := int(d.off) + 2 + 12*i
+			if f.bo.Uint16(b[p:]) == tag {
+				return p
+			}
+		}
+	}
+	return -1
+}
+
+// patchTag sets the first value of a tag (inline, LONG or SHORT).
+func patchTag(b []byte, tag uint16, v uint32) []byte {
+	b = append([]byte(nil), b...)
+	p := findTag(b, tag)
+	if p < 0 {
+		panic("no tag")
+	}
+	le := binary.LittleEndian
+	typ, count := le.Uint16(b[p+2:]), le.Uint32(b[p+4:])
+	at := p + 8
+	if (typ == 4 && count > 1) || (typ == 3 && count > 2) {
+		at = int(le.Uint32(b[p+8:]))
+	}
+	if typ == 3 {
+		le.PutUint16(b[at:], uint16(v))
+	} else {
+		le.PutUint32(b[at:], v)
+	}
+	return b
+}
+
+// ifdLoop points IFD 0's next-IFD link at IFD 0.
+func ifdLoop(b []byte) []byte {
+	b = append([]byte(nil), b...)
+	off := binary.LittleEndian.Uint32(b[4:])
+	n := binary.LittleEndian.Uint16(b[off:])
+	binary.LittleEndian.PutUint32(b[off+2+12*uint32(n):], off)
+	return b
+}
+
+// breakHuffman fills the first tile's DHT counts with garbage.
+func breakHuffman(b []byte) []byte {
+	b = append([]byte(nil), b...)
+	i := strings.Index(string(b), "\xff\xc4")
+	for j := 0; j < 16; j++ {
+		b[i+5+j] = 0xff
+	}
+	return b
+}
+
+// truncateEntropy cuts the first tile's entropy data short: its byte
+// count says 40 bytes.
+func truncateEntropy(b []byte) []byte {
+	f, _ := parseTIFF(b)
+	p := findTag(b, tagTileByteCounts)
+	at := binary.LittleEndian.Uint32(b[p+8:])
+	_ = f
+	b = append([]byte(nil), b...)
+	sos := strings.Index(string(b), "\xff\xda")
+	off := binary.LittleEndian.Uint32(b[findTagVal(b, tagTileOffsets):])
+	binary.LittleEndian.PutUint32(b[at:], uint32(sos+14+20)-off)
+	return b
+}
+
+func findTagVal(b []byte, tag uint16) int {
+	p := findTag(b, tag)
+	return int(binary.LittleEndian.Uint32(b[p+8:]))
+}
