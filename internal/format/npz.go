@@ -9,9 +9,12 @@ import (
 	"github.com/klauspost/compress/flate"
 	"hash/crc32"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // npz: numpy's savez / savez_compressed archives. An npz is a zip file
@@ -47,6 +50,9 @@ type NpzMember struct {
 	// ReadNpzDeferred: its header is checked, its data not yet inflated
 	// (Data is nil).
 	deferred *zip.File
+	// modified is the member's modification time as the archive has it,
+	// when that is a valid date (ok).
+	modified dosTime
 }
 
 // Deferred says the member's data are still compressed: Inflate gives them.
@@ -128,9 +134,61 @@ func readNpz(b []byte, f io.ReaderAt, threads int, deferData bool) ([]NpzMember,
 			return nil, &NpzError{Member: key, Msg: errs[i].Error()}
 		}
 		out[i].Name = key
+		out[i].modified = dosTime{f.ModifiedDate, f.ModifiedTime, false}
+		out[i].modified.ok = out[i].modified.valid()
 	}
 	return out, nil
 }
+
+// dosTime is a zip member's modification time: the MS-DOS date and time
+// fields of its headers, local time to the second (even seconds), years
+// 1980 to 2107. numpy's savez writes them (Python's zipfile, the local
+// time of writing) and reads them back as ZipInfo.date_time; a date of 0
+// (month 0) is not a date: unzip -l shows 1980-00-00.
+type dosTime struct {
+	date, time uint16
+	ok         bool
+}
+
+// valid says whether the fields are a date and a time.
+func (t dosTime) valid() bool {
+	month, day := t.date>>5&0xF, t.date&0x1F
+	hour, minute, sec2 := t.time>>11, t.time>>5&0x3F, t.time&0x1F
+	return month >= 1 && month <= 12 && day >= 1 && hour < 24 && minute < 60 && sec2 < 30
+}
+
+// toDOSTime is t in the MS-DOS fields (clamped to their years).
+func toDOSTime(t time.Time) dosTime {
+	switch {
+	case t.Year() < 1980:
+		t = time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)
+	case t.Year() > 2107:
+		t = time.Date(2107, 12, 31, 23, 59, 58, 0, time.UTC)
+	}
+	return dosTime{
+		date: uint16(t.Day() + int(t.Month())<<5 + (t.Year()-1980)<<9),
+		time: uint16(t.Second()/2 + t.Minute()<<5 + t.Hour()<<11),
+		ok:   true,
+	}
+}
+
+// writeTime is the time of writing members get when they have none of
+// their own: now, in local time as numpy writes it, or the time
+// SOURCE_DATE_EPOCH gives (seconds since 1970, UTC), the reproducible
+// builds convention for outputs that must not depend on when they were
+// made.
+func writeTime() dosTime {
+	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
+		if sec, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return toDOSTime(time.Unix(sec, 0).UTC())
+		}
+	}
+	return toDOSTime(time.Now())
+}
+
+// npzTimes are the modification times of an npz input's members by key:
+// its Archive.Meta, so that an npz output keeps each member's time.
+type npzTimes map[string]dosTime
 
 func readMember(b []byte, f *zip.File, deferData bool, ra io.ReaderAt) (NpzMember, error) {
 	if f.Flags&0x1 != 0 {
@@ -326,17 +384,39 @@ func exactData(npy Npy, have int64) error {
 }
 
 // NpzWriter writes an npz archive member by member, as np.savez (stored)
-// or np.savez_compressed (deflate) would.
+// or np.savez_compressed (deflate) would. Each member is dated: with its
+// input member's time when KeepTimes was given an npz input's, else with
+// the time of writing.
 type NpzWriter struct {
 	zw       *zip.Writer
 	compress bool
 	names    map[string]bool
 	place    *placeWriter // NewNpzWriterAt
+	now      dosTime      // the time of writing
+	times    npzTimes     // KeepTimes
 }
 
 // NewNpzWriter starts an archive on w; compress deflates every member.
 func NewNpzWriter(w io.Writer, compress bool) *NpzWriter {
-	return &NpzWriter{zw: zip.NewWriter(w), compress: compress, names: map[string]bool{}}
+	return &NpzWriter{zw: zip.NewWriter(w), compress: compress, names: map[string]bool{}, now: writeTime()}
+}
+
+// KeepTimes dates the members with the times of an npz input's members
+// of the same names: meta is that input's Archive.Meta (anything else,
+// another format's or nil, leaves the time of writing).
+func (n *NpzWriter) KeepTimes(meta any) {
+	if t, ok := meta.(npzTimes); ok {
+		n.times = t
+	}
+}
+
+// date sets the modification time of the member KEY.npy in fh.
+func (n *NpzWriter) date(key string, fh *zip.FileHeader) {
+	t, ok := n.times[key]
+	if !ok || !t.ok {
+		t = n.now
+	}
+	fh.ModifiedDate, fh.ModifiedTime = t.date, t.time
 }
 
 // Member starts the member KEY.npy holding a C-order tensor h: it writes
@@ -351,7 +431,9 @@ func (n *NpzWriter) Member(key string, h Header) (io.Writer, error) {
 	if n.compress {
 		method = zip.Deflate
 	}
-	w, err := n.zw.CreateHeader(&zip.FileHeader{Name: key + ".npy", Method: method})
+	fh := &zip.FileHeader{Name: key + ".npy", Method: method}
+	n.date(key, fh) // the MS-DOS fields only (Modified would add an extra field numpy does not write)
+	w, err := n.zw.CreateHeader(fh)
 	if err != nil {
 		return nil, err
 	}
@@ -410,6 +492,7 @@ func (n *NpzWriter) RawFrom(key string, r io.Reader, csize int64, crc uint32, si
 	}
 	n.names[key] = true
 	fh := rawHeader(key+".npy", zip.Deflate, crc, uint64(csize), size)
+	n.date(key, fh)
 	w, err := n.zw.CreateRaw(fh)
 	if err != nil {
 		return err
@@ -495,6 +578,7 @@ func (n *NpzWriter) PlaceStored(key string, size int64, crc uint32) error {
 	}
 	n.names[key] = true
 	fh := rawHeader(key+".npy", zip.Store, crc, uint64(size), uint64(size))
+	n.date(key, fh)
 	w, err := n.zw.CreateRaw(fh)
 	if err != nil {
 		return err
@@ -550,7 +634,8 @@ func init() {
 
 // openNpz is npz's Open: every member, stored ones in place, deflated
 // ones inflated (on opt.Threads goroutines) or, with opt.Deferred, left
-// compressed until their job inflates them.
+// compressed until their job inflates them. The archive's Meta is its
+// members' modification times, which an npz output keeps (KeepTimes).
 func openNpz(b []byte, opt OpenOptions) (*Archive, error) {
 	var ms []NpzMember
 	var err error
@@ -562,9 +647,11 @@ func openNpz(b []byte, opt OpenOptions) (*Archive, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Archive{Members: make([]Member, len(ms))}
+	times := npzTimes{}
+	a := &Archive{Members: make([]Member, len(ms)), Meta: times}
 	for i := range ms {
 		m := &ms[i]
+		times[m.Name] = m.modified
 		npy := m.Npy
 		a.Members[i] = Member{Name: m.Name, Header: npy.Header, Npy: &npy, Data: m.Data, Compressed: m.Compressed}
 		if m.Deferred() {
@@ -578,11 +665,13 @@ func openNpz(b []byte, opt OpenOptions) (*Archive, error) {
 
 // createNpz is npz's Create: an archive deflated (np.savez_compressed)
 // when any member comes from a compressed one, else stored (np.savez),
-// so that a round trip keeps the archive's kind.
-func createNpz(w io.Writer, members []MemberSpec, _ any) (MemberWriter, error) {
+// so that a round trip keeps the archive's kind, and its members' times.
+func createNpz(w io.Writer, members []MemberSpec, meta any) (MemberWriter, error) {
 	compress := false
 	for _, m := range members {
 		compress = compress || m.Compressed
 	}
-	return NewNpzWriter(w, compress), nil
+	nw := NewNpzWriter(w, compress)
+	nw.KeepTimes(meta)
+	return nw, nil
 }

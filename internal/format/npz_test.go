@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 type npzArray struct {
@@ -297,5 +298,150 @@ func TestPlacedHeaders(t *testing.T) {
 	got, err := io.ReadAll(r) // checks the CRC-32
 	if err != nil || !bytes.Equal(got, small) {
 		t.Errorf("é: %q, %v", got, err)
+	}
+}
+
+// npzDates gives each member's MS-DOS date and time fields, as they are
+// in the local header and in the central directory.
+func npzDates(t *testing.T, b []byte) map[string][2]dosTime {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][2]dosTime{}
+	le := binary.LittleEndian
+	for _, f := range zr.File {
+		off, err := f.DataOffset()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The member's local header: the last signature before its data
+		// (the test's data are zeros).
+		local := b[bytes.LastIndex(b[:off], []byte("PK\x03\x04")):]
+		out[strings.TrimSuffix(f.Name, ".npy")] = [2]dosTime{
+			{date: le.Uint16(local[12:]), time: le.Uint16(local[10:])},
+			{date: f.ModifiedDate, time: f.ModifiedTime},
+		}
+	}
+	return out
+}
+
+// Every way an npz is written dates its members (np.savez does; a date
+// of 0 is month 0, which unzip shows as 1980-00-00): with the time of
+// writing (SOURCE_DATE_EPOCH when set), or with the input member's time
+// (KeepTimes, an npz input's Archive.Meta), and a member whose input
+// time is not a date gets the time of writing.
+func TestNpzDates(t *testing.T) {
+	t.Setenv("SOURCE_DATE_EPOCH", "1700000000") // 2023-11-14 22:13:20 UTC
+	epoch := dosTime{date: (2023-1980)<<9 | 11<<5 | 14, time: 22<<11 | 13<<5 | 20/2}
+	in := dosTime{date: (2001-1980)<<9 | 2<<5 | 3, time: 4<<11 | 5<<5 | 6/2}
+	dt, _ := ParseDescr("<f4")
+	h := Header{DType: dt, Shape: []int{2, 2}}
+	data := make([]byte, h.DataBytes())
+	pre := EncodeNpy(h)
+	file := append(append([]byte{}, pre...), data...)
+	var z bytes.Buffer
+	crc, size, err := DeflateNpy(h, data, &z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The three writers: Member (stored or deflated, to any writer),
+	// Raw/RawFrom (deflated on -j goroutines) and PlaceStored (a stored
+	// archive written by position).
+	write := func(meta any) map[string][]byte {
+		out := map[string][]byte{}
+		for _, compress := range []bool{false, true} {
+			var b bytes.Buffer
+			w := NewNpzWriter(&b, compress)
+			w.KeepTimes(meta)
+			for _, key := range []string{"a", "b"} {
+				mw, err := w.Member(key, h)
+				if err != nil {
+					t.Fatal(err)
+				}
+				mw.Write(data)
+			}
+			w.Close()
+			out[fmt.Sprintf("Member (compress %v)", compress)] = b.Bytes()
+		}
+		var b bytes.Buffer
+		w := NewNpzWriter(&b, true)
+		w.KeepTimes(meta)
+		if err := w.Raw("a", z.Bytes(), crc, size); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.RawFrom("b", bytes.NewReader(z.Bytes()), int64(z.Len()), crc, size); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		out["Raw"] = b.Bytes()
+		path := filepath.Join(t.TempDir(), "placed.npz")
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		pw := NewNpzWriterAt(f)
+		pw.KeepTimes(meta)
+		for _, key := range []string{"a", "b"} {
+			at, err := pw.StoredOffset(key, int64(len(file)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteAt(file, at)
+			if err := pw.PlaceStored(key, int64(len(file)), crc32.ChecksumIEEE(file)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pw.Close()
+		out["PlaceStored"], _ = os.ReadFile(path)
+		return out
+	}
+	check := func(what string, b []byte, want map[string]dosTime) {
+		t.Helper()
+		got := npzDates(t, b)
+		for key, w := range want {
+			if g := got[key]; g[0] != w || g[1] != w {
+				t.Errorf("%s: member %s dated %+v (local header) and %+v (central directory), want %+v", what, key, g[0], g[1], w)
+			}
+		}
+		if _, err := ReadNpz(b); err != nil {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+	for what, b := range write(nil) {
+		check(what+", new", b, map[string]dosTime{"a": epoch, "b": epoch})
+	}
+	// An npz input's times, read back by openNpz: "b" has a date of 0.
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	for _, m := range []struct {
+		key string
+		t   dosTime
+	}{{"a", in}, {"b", dosTime{}}} {
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: m.key + ".npy", Method: zip.Store, ModifiedDate: m.t.date, ModifiedTime: m.t.time})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(file)
+	}
+	zw.Close()
+	a, err := openNpz(b.Bytes(), OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, b := range write(a.Meta) {
+		check(what+", from an npz", b, map[string]dosTime{"a": in, "b": epoch})
+	}
+	// The time of writing, without SOURCE_DATE_EPOCH: now, a valid date.
+	t.Setenv("SOURCE_DATE_EPOCH", "")
+	for what, b := range write(nil) {
+		for key, d := range npzDates(t, b) {
+			d[0].ok = d[0].valid()
+			if !d[0].ok || d[0] != toDOSTime(time.Now()) && d[0] != toDOSTime(time.Now().Add(-2*time.Second)) {
+				t.Errorf("%s: member %s dated %+v, want now", what, key, d[0])
+			}
+		}
 	}
 }

@@ -190,6 +190,7 @@ func StoreMembers(path string, kind format.Kind, stdout io.Writer, limit int, jo
 		// compresses some 25 MB/s): members are compressed on -j
 		// goroutines and added in order.
 		nw := format.NewNpzWriter(bw, true)
+		nw.KeepTimes(jobs[0].Meta) // an npz input's member times
 		res, err := storeDeflated(nw, jobs)
 		if err == nil {
 			res.Output = path
@@ -565,6 +566,9 @@ func placeMember(out *fileio.Output, off int64, limit int, j MemberJob) error {
 // buffers, whatever the members' sizes.
 func storeStoredFile(out *fileio.Output, path string, limit int, jobs []MemberJob, fail func(error) (*Result, error)) (*Result, error) {
 	nw := format.NewNpzWriterAt(out)
+	if len(jobs) > 0 {
+		nw.KeepTimes(jobs[0].Meta) // an npz input's member times
+	}
 	res := &Result{Output: path}
 	for _, j := range jobs {
 		if j.Load != nil && j.Stream == nil {
