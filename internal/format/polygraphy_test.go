@@ -359,6 +359,7 @@ func TestPolygraphyHostile(t *testing.T) {
 		{"trailing data", string(pgFile(`"out0": ` + pgArrayText(append(bytes.Clone(good), 0, 0, 0)))), `"out0": 3 bytes beyond the 8 data bytes`},
 		{"short data", string(pgFile(`"out0": ` + pgArrayText(good[:len(good)-2]))), `"out0": truncated`},
 		{"inflate: corrupt data", string(pgFile(`"out0": {"array": "` + goodText[:len(goodText)-8] + `!!!!` + goodText[len(goodText)-4:] + `", "polygraphy_class": "ndarray"}`)), `"out0": invalid base64 at character`},
+		{"inflate: padding inside", string(pgFile(`"out0": {"array": "` + goodText[:len(goodText)-8] + `AA==` + goodText[len(goodText)-4:] + `", "polygraphy_class": "ndarray"}`)), `"out0": invalid base64: padding '=' at character`},
 		{"inflate: newline escape", string(pgFile(`"out0": {"array": "` + goodText[:len(goodText)-8] + `\nAAA` + goodText[len(goodText)-4:] + `", "polygraphy_class": "ndarray"}`)), `"out0": invalid base64: a line break`},
 		{"bad escape", string(pgFile(`"out0": {"array": "\q` + goodText[2:] + `", "polygraphy_class": "ndarray"}`)), `"out0": base64 text, character 0: invalid escape \q`},
 		{"non-UTF-8 name", string(pgFile("\"o\xff\": " + pgArrayText(good))), "not valid UTF-8"},
