@@ -1510,6 +1510,8 @@ func (e *pgEncoder) close() error {
 }
 
 func init() {
-	register(Format{Kind: KindPolygraphy, Container: true, Sniff: SniffPolygraphy, SniffOrder: 80,
+	register(Format{Kind: KindPolygraphy, Rank: 9, Noun: "a Polygraphy file",
+		Doc:  "Polygraphy run results and input lists (JSON of base64 npy arrays), member by member",
+		Exts: []string{".json"}, ByContent: true, Container: true, Sniff: SniffPolygraphy, SniffOrder: 80,
 		Open: openPolygraphy, Create: createPolygraphy})
 }
