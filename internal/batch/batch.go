@@ -58,9 +58,10 @@ type Record struct {
 	InShape  []int  `json:"in_shape"`
 	OutShape []int  `json:"out_shape"`
 	DType    string `json:"dtype"`
-	Bytes    int64  `json:"bytes"`  // tensor data bytes written; 0 unless ok
-	Status   string `json:"status"` // ok, skipped or failed
-	Error    string `json:"error"`  // why it failed, without the input's path; "" otherwise
+	Bytes    int64  `json:"bytes"`   // tensor data bytes written; 0 unless ok
+	Written  int64  `json:"written"` // the output file's size, headers included; 0 unless ok
+	Status   string `json:"status"`  // ok, skipped or failed
+	Error    string `json:"error"`   // why it failed, without the input's path; "" otherwise
 }
 
 // Summary is the end of a batch. With --json it is also the last record,
@@ -74,12 +75,15 @@ type Summary struct {
 	Done      int     `json:"done"`
 	Skipped   int     `json:"skipped"`
 	Failed    int     `json:"failed"`
-	Bytes     int64   `json:"bytes"` // tensor data bytes written
+	Bytes     int64   `json:"bytes"`   // tensor data bytes written
+	Written   int64   `json:"written"` // bytes of the output files written (their sizes)
 	Seconds   float64 `json:"seconds"`
 }
 
 // String is the summary line: "120 files: 117 done, 2 skipped, 1 failed;
-// 1.2 GiB written in 3.4s", prefixed with the shard under --shard.
+// 1.2 GiB written in 3.4s", prefixed with the shard under --shard. What
+// is written is the output files' bytes, headers included (Written), as
+// ls or du would add them up, not the tensor data alone.
 func (s *Summary) String() string {
 	head := ""
 	if s.Shard != "" {
@@ -94,7 +98,7 @@ func (s *Summary) String() string {
 		}
 	}
 	return fmt.Sprintf("%s%d done, %d skipped, %d failed; %s written in %s", head, s.Done, s.Skipped, s.Failed,
-		FormatBytes(s.Bytes), roundDuration(time.Duration(s.Seconds*float64(time.Second))))
+		FormatBytes(s.Written), roundDuration(time.Duration(s.Seconds*float64(time.Second))))
 }
 
 // Run runs a batch. An error is returned only for a problem with the
@@ -192,7 +196,7 @@ func Run(opts Options) (*Summary, error) {
 	r.rep.finish()
 
 	s := &Summary{IsSummary: true, Shard: opts.Shard.String(), ShardFrom: opts.ShardFrom, Total: total, Files: len(mine),
-		Done: r.done, Skipped: r.skipped, Failed: r.failed, Bytes: r.bytes, Seconds: time.Since(start).Seconds()}
+		Done: r.done, Skipped: r.skipped, Failed: r.failed, Bytes: r.bytes, Written: r.written, Seconds: time.Since(start).Seconds()}
 	if opts.JSON != nil {
 		_ = json.NewEncoder(opts.JSON).Encode(s)
 	}
@@ -228,7 +232,7 @@ type runner struct {
 	rep     *reporter
 
 	done, skipped, failed int
-	bytes                 int64
+	bytes, written        int64
 
 	dirs sync.Map // output directories made (or found) so far
 }
@@ -322,6 +326,10 @@ func (r *runner) transform(it item, threads int, counted *atomic.Int64) (rec Rec
 		return rec, err
 	}
 	rec.InShape, rec.OutShape, rec.DType, rec.Bytes, rec.Status = res.InShape, res.OutShape, res.DType, res.Bytes, StatusOK
+	// The output is complete and in place: its size is what was written.
+	if fi, err := os.Stat(it.output); err == nil && fi.Mode().IsRegular() {
+		rec.Written = fi.Size()
+	}
 	return rec, nil
 }
 
@@ -347,6 +355,7 @@ func (r *runner) finish(i int, rec Record, err error, counted int64) {
 		case StatusOK:
 			r.done++
 			r.bytes += rec.Bytes
+			r.written += rec.Written
 		case StatusSkipped:
 			r.skipped++
 		default:

@@ -269,3 +269,46 @@ func TestRunnerThreads(t *testing.T) {
 		t.Errorf("%d files started, want %d", len(order), len(sizes))
 	}
 }
+
+// The summary line's "written" is the bytes of the output files (npy
+// headers included), as du -b adds them up, not the tensor data alone;
+// each record has its file's size, and the JSON keeps both counts. An npz
+// output, whose zip headers are most of a small file, too.
+func TestSummaryCountsFileBytes(t *testing.T) {
+	chdir(t)
+	writeNpy(t, "d/a.npy", 1, 1, 4, 4)
+	writeNpy(t, "d/b.npy", 1, 1, 5, 4) // fails: written nothing
+	writeNpy(t, "d/c/c.npy", 2, 3, 2, 6)
+	for _, to := range []format.Kind{"", format.KindNpz} {
+		out := "out" + string(to)
+		job := s2d(t)
+		job.To = to
+		var stdout bytes.Buffer
+		sum, err := Run(Options{Inputs: []string{"d"}, OutDir: out, Job: job, Threads: 2, Stderr: &bytes.Buffer{}, JSON: &stdout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, _ := records(t, stdout.Bytes())
+		files := int64(0)
+		for _, r := range recs {
+			size := int64(0)
+			if r.Status == StatusOK {
+				fi, err := os.Stat(r.Output)
+				if err != nil {
+					t.Fatal(err)
+				}
+				size = fi.Size()
+			}
+			if r.Written != size {
+				t.Errorf("%s: record says %d bytes written, the file has %d", r.Output, r.Written, size)
+			}
+			files += size
+		}
+		if sum.Written != files || sum.Bytes != 16+72 || files <= sum.Bytes {
+			t.Errorf("--to %q: summary written %d, bytes %d; the files hold %d bytes", to, sum.Written, sum.Bytes, files)
+		}
+		if want := FormatBytes(files) + " written in "; !strings.Contains(sum.String(), want) {
+			t.Errorf("summary line %q, want %q", sum.String(), want)
+		}
+	}
+}
