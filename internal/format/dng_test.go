@@ -30,7 +30,7 @@ func dngCases() []testDNG {
 			)
 		}
 		for pred := 1; pred <= 7; pred++ {
-			cs = append(cs, testDNG{bo: bo, w: 64, h: 48, spp: 1, bps: 12 + pred%3, compression: 7, pred: pred, tile: [2]int{32, 16}, subIFD: pred%2 == 0})
+			cs = append(cs, testDNG{bo: bo, w: 96, h: 48, spp: 1, bps: 12 + pred%3, compression: 7, pred: pred, tile: [2]int{32, 16}, subIFD: pred%2 == 0})
 		}
 		cs = append(cs,
 			testDNG{bo: bo, w: 64, h: 44, spp: 1, bps: 14, compression: 7, pred: 1, rps: 44},
@@ -293,4 +293,44 @@ func truncateEntropy(b []byte) []byte {
 func findTagVal(b []byte, tag uint16) int {
 	p := findTag(b, tag)
 	return int(binary.LittleEndian.Uint32(b[p+8:]))
+}
+
+// FuzzDNG: any bytes decode to a tensor of the size the file describes or
+// to a one-line error, without a panic, in memory bounded by the file's
+// size (DecodeDNG checks the claims before allocating). The seeds are the
+// test writer's files (every layout and compression) and the hostile
+// cases above.
+func FuzzDNG(f *testing.F) {
+	for i, c := range dngCases() {
+		if i%3 == 0 {
+			c.w, c.h = 24, 22
+			if c.tile[0] > 0 {
+				c.tile = [2]int{16, 16}
+			}
+			f.Add(c.build(c.samples(int64(i))))
+		}
+	}
+	good := testDNG{w: 32, h: 32, spp: 1, bps: 12, compression: 7, tile: [2]int{16, 16}, pred: 1}
+	base := good.build(good.samples(1))
+	f.Add(ifdLoop(base))
+	f.Add(breakHuffman(base))
+	f.Add(truncateEntropy(base))
+	f.Add(patchTag(base, tagImageWidth, 100000))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, data, err := DecodeDNG(b)
+		if err != nil {
+			if strings.ContainsAny(err.Error(), "\n\r") {
+				t.Fatalf("not one line: %q", err)
+			}
+			return
+		}
+		if int64(len(data)) != h.DataBytes() {
+			t.Fatalf("%d bytes for %s", len(data), ShapeString(h.Shape))
+		}
+		if int64(len(data)) > 16*int64(len(b))+1<<20 {
+			t.Fatalf("%d bytes out of a %d-byte file", len(data), len(b))
+		}
+		DNGCFA(b)
+		DescribeDNG(b)
+	})
 }
