@@ -134,8 +134,13 @@ func readNpz(b []byte, f io.ReaderAt, threads int, deferData bool) ([]NpzMember,
 			return nil, &NpzError{Member: key, Msg: errs[i].Error()}
 		}
 		out[i].Name = key
-		out[i].modified = dosTime{f.ModifiedDate, f.ModifiedTime, false}
-		out[i].modified.ok = out[i].modified.valid()
+		// Modified is the MS-DOS fields' wall clock (in a zone that puts
+		// it at the extended timestamp's instant, when there is one), so
+		// toDOSTime gives them back; a date of 0 (month 0, day 0) comes
+		// out as 1979-11-30, not a date: the member then has none.
+		if t := f.Modified; !t.IsZero() && t.Year() >= 1980 && t.Year() <= 2107 {
+			out[i].modified = toDOSTime(t)
+		}
 	}
 	return out, nil
 }
@@ -148,13 +153,6 @@ func readNpz(b []byte, f io.ReaderAt, threads int, deferData bool) ([]NpzMember,
 type dosTime struct {
 	date, time uint16
 	ok         bool
-}
-
-// valid says whether the fields are a date and a time.
-func (t dosTime) valid() bool {
-	month, day := t.date>>5&0xF, t.date&0x1F
-	hour, minute, sec2 := t.time>>11, t.time>>5&0x3F, t.time&0x1F
-	return month >= 1 && month <= 12 && day >= 1 && hour < 24 && minute < 60 && sec2 < 30
 }
 
 // toDOSTime is t in the MS-DOS fields (clamped to their years).
@@ -416,6 +414,12 @@ func (n *NpzWriter) date(key string, fh *zip.FileHeader) {
 	if !ok || !t.ok {
 		t = n.now
 	}
+	// The MS-DOS fields themselves, which archive/zip writes as they
+	// are. Modified, which replaces them, will not do: CreateRaw (Raw,
+	// RawFrom, PlaceStored) ignores it, and CreateHeader (Member) adds
+	// from it an extended timestamp, a UTC instant, where a time copied
+	// from an input member is a wall clock in an unknown zone.
+	//lint:ignore SA1019 see above: the fields are the only way to date a CreateRaw member, and the right one for a copied MS-DOS time
 	fh.ModifiedDate, fh.ModifiedTime = t.date, t.time
 }
 

@@ -321,7 +321,7 @@ func TestTarTruncatedAfterMember(t *testing.T) {
 	names, dataEnd, padEnd := memberEnds(t, shard)
 	dir := t.TempDir()
 	req := ops.Request{Block: ops.Block{2}}
-	run := func(cut []byte) (fromFile, fromPipe error, outFile []byte, pipeOut []byte) {
+	run := func(cut []byte) (outFile, pipeOut []byte, fromFile, fromPipe error) {
 		t.Helper()
 		in := filepath.Join(dir, "cut.tar")
 		out := filepath.Join(dir, "out.tar")
@@ -338,7 +338,7 @@ func TestTarTruncatedAfterMember(t *testing.T) {
 		}
 		var piped bytes.Buffer
 		_, fromPipe = Transform(Options{Request: req, Source: Source{Path: "-", From: format.KindTar, Stdin: bytes.NewReader(cut)}, Output: "-", Stdout: &piped, Threads: 1})
-		return fromFile, fromPipe, outFile, piped.Bytes()
+		return outFile, piped.Bytes(), fromFile, fromPipe
 	}
 	cuts := 0
 	for i, name := range names {
@@ -346,7 +346,7 @@ func TestTarTruncatedAfterMember(t *testing.T) {
 			continue // no padding
 		}
 		for _, at := range []int64{dataEnd[i], dataEnd[i] + 1, padEnd[i] - 1} {
-			fromFile, fromPipe, _, _ := run(shard[:at])
+			_, _, fromFile, fromPipe := run(shard[:at])
 			for _, err := range []error{fromFile, fromPipe} {
 				if err == nil || !strings.Contains(err.Error(), "truncated tar archive") || !strings.Contains(err.Error(), name) {
 					t.Errorf("cut at %d, in the padding of %s: %v, want a truncated archive naming the member", at, name, err)
@@ -360,10 +360,10 @@ func TestTarTruncatedAfterMember(t *testing.T) {
 	}
 	// The whole shard converted, then cut after its last member's padding
 	// with no zero block and with one: the same output.
-	_, _, full, _ := run(shard)
+	full, _, _, _ := run(shard)
 	last := padEnd[len(padEnd)-1]
 	for _, at := range []int64{last, last + 512} {
-		fromFile, fromPipe, got, piped := run(shard[:at])
+		got, piped, fromFile, fromPipe := run(shard[:at])
 		if fromFile != nil || fromPipe != nil {
 			t.Errorf("cut at %d (a block boundary after the last member): %v; %v", at, fromFile, fromPipe)
 			continue
