@@ -28,7 +28,7 @@ type compareFlags struct {
 func newCompareCmd(s *streams) *cobra.Command {
 	f := &compareFlags{}
 	cmd := &cobra.Command{
-		Use:   "compare [flags] A B",
+		Use:   "compare [flags] A B | RUNRESULTS",
 		Short: "Tell whether two tensors are equal, or close",
 		Long: `Tell whether two tensors hold the same values. Exit status 0: they do;
 1: they differ (or their shapes or dtypes do); 2: an error.
@@ -69,6 +69,11 @@ different. Two directories are compared file by file, paired by relative
 path, a file only one side has being a difference. Tolerances may be given per member, as Polygraphy's:
 --atol out0:1e-5 --atol 1e-3 (1e-5 for out0, 1e-3 for the rest).
 
+With one argument, a Polygraphy RunResults file of several runners
+(polygraphy run --onnxrt --trt --save-outputs out.json), every runner is
+compared against the first, iteration by iteration, output by output, as
+Polygraphy's own comparison does, with the same tolerances and reports.
+
 --junit FILE also writes the result as JUnit XML for CI test reports
 (Jenkins, GitLab, GitHub): one testsuite, one testcase per member pair,
 file pair or single pair, named by member name or relative path; a pair
@@ -83,6 +88,10 @@ output carries the text or --json report.`,
 
   # Within tolerances, as JSON for a script
   depthspace compare --rtol 1e-3 --atol 1e-6 --json ref.npy got.npy
+
+  # Polygraphy results: against a golden npz, or its runners against each other
+  depthspace compare golden.npz polygraphy_outputs.json
+  depthspace compare --atol 1e-3 polygraphy_outputs.json
 
   # Two trees of outputs, file by file
   depthspace compare golden/ run/
@@ -102,7 +111,12 @@ output carries the text or --json report.`,
 
   # Raw data needs a description (it applies to both inputs)
   depthspace compare --dtype f4 --shape 1,8,2,3 a.raw b.raw`,
-		Args: exactArgs("two inputs, A (the reference) and B"),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 || len(args) == 2 {
+				return nil
+			}
+			return fmt.Errorf("compare needs two inputs, A (the reference) and B, or one file of several runs, got %d argument(s) (see '%s --help')", len(args), cmd.CommandPath())
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			job, err := f.job(cmd, args, s)
 			if err != nil {
@@ -114,7 +128,18 @@ output carries the text or --json report.`,
 					return err
 				}
 			}
-			rep, equal, err := compare.Any(*job)
+			var rep interface{ WriteText(io.Writer) error }
+			var equal bool
+			if len(args) == 1 {
+				// One file of several runs (Polygraphy RunResults):
+				// every run against the first.
+				var rr *compare.RunsReport
+				if rr, err = compare.Runs(*job); err == nil {
+					rep, equal = rr, rr.Equal
+				}
+			} else {
+				rep, equal, err = compare.Any(*job)
+			}
 			// The JUnit report is written even when the comparison fails
 			// (an <error>), so that CI never reads a stale one.
 			jerr := junit.Finish(rep, equal, err)
@@ -164,7 +189,10 @@ func (f *compareFlags) job(cmd *cobra.Command, args []string, s *streams) (*comp
 		return nil, err
 	}
 	a, b := src, src
-	a.Path, b.Path = args[0], args[1]
+	a.Path = args[0]
+	if len(args) > 1 {
+		b.Path = args[1]
+	}
 	o := compare.Options{
 		Tolerant:  cmd.Flags().Changed("rtol") || cmd.Flags().Changed("atol") || (f.stat != "elemwise" && f.stat != ""),
 		MaxReport: f.maxReport,

@@ -227,7 +227,7 @@ func writeInfo(w io.Writer, in *pipeline.Info) error {
 		name = "stdin"
 	}
 	if in.Name != "" {
-		name += fmt.Sprintf(" (%s %q)", map[bool]string{true: "member", false: "tensor"}[in.Format == "npz" || in.Format == "safetensors"], in.Name)
+		name += fmt.Sprintf(" (%s %q)", map[bool]string{true: "member", false: "tensor"}[format.IsContainer(format.Kind(in.Format))], in.Name)
 	}
 	b.WriteString(name + "\n")
 	row := func(k, v string) { fmt.Fprintf(&b, "  %-14s %s\n", k, v) }

@@ -103,7 +103,7 @@ func WriteJUnit(w io.Writer, run JUnitRun, result interface{ WriteText(io.Writer
 		}
 	}
 	s := junitSuite{
-		Name:       xmlSafe("depthspace compare " + run.A.Path + " " + run.B.Path),
+		Name:       xmlSafe(strings.TrimSpace("depthspace compare " + run.A.Path + " " + run.B.Path)),
 		Package:    "depthspace.compare",
 		Timestamp:  run.Start.UTC().Format("2006-01-02T15:04:05"),
 		Hostname:   xmlSafe(host),
@@ -145,6 +145,19 @@ func WriteJUnit(w io.Writer, run JUnitRun, result interface{ WriteText(io.Writer
 		}
 		for _, n := range r.OnlyB {
 			add(n, 0, nil, junitOnly(n, "member", "b", r.B, "a", r.A))
+		}
+	case *RunsReport:
+		for _, p := range r.Pairs {
+			run := strings.TrimPrefix(p.B, r.Path+":")
+			for i, m := range p.Members {
+				add(run+": "+p.names[i], m.elapsed, junitFailure(m, m.Equal), nil)
+			}
+			for _, n := range p.OnlyA {
+				add(run+": "+n, 0, nil, junitOnly(n, "member", "a", p.A, "b", p.B))
+			}
+			for _, n := range p.OnlyB {
+				add(run+": "+n, 0, nil, junitOnly(n, "member", "b", p.B, "a", p.A))
+			}
 		}
 	case *DirReport:
 		for _, f := range r.Files {

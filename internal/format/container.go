@@ -86,3 +86,16 @@ type CreateFunc func(w io.Writer, members []MemberSpec, meta any) (MemberWriter,
 // OpenFunc lists the members of a container file b (the whole file,
 // mapped read-only: members may point into it, never write to it).
 type OpenFunc func(b []byte, opt OpenOptions) (*Archive, error)
+
+// Runs is implemented by the Meta of a container that holds several runs
+// of one model side by side (a Polygraphy RunResults of several
+// runners): compare with that one file checks every run against the
+// first, member by member.
+type Runs interface {
+	// RunNames names the runs in file order.
+	RunNames() []string
+	// RunOf says which run a member (by its container name) belongs to,
+	// and its name within that run, the same in every run ("out0", or
+	// "1/out0" for an iteration); ok is false for a name it lacks.
+	RunOf(member string) (run int, name string, ok bool)
+}

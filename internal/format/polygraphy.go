@@ -1515,3 +1515,32 @@ func init() {
 		Exts: []string{".json"}, ByContent: true, Container: true, Sniff: SniffPolygraphy, SniffOrder: 80,
 		Open: openPolygraphy, Create: createPolygraphy})
 }
+
+// RunNames names a RunResults' runners (format.Runs, for compare of one
+// file); an input list has one run.
+func (m *PolygraphyMeta) RunNames() []string {
+	n := make([]string, len(m.Runners))
+	for i, r := range m.Runners {
+		n[i] = r.Name
+	}
+	return n
+}
+
+// RunOf says which runner a member belongs to and its name without the
+// runner's prefix (which members carry only when there are several).
+func (m *PolygraphyMeta) RunOf(member string) (int, string, bool) {
+	for i, n := range m.Names {
+		if n != member || i >= len(m.Places) {
+			continue
+		}
+		run := m.Places[i].Runner
+		if len(m.Runners) > 1 && run < len(m.Runners) {
+			if p := m.Runners[run].Name + "/"; len(member) > len(p) && member[:len(p)] == p {
+				member = member[len(p):]
+			}
+			return run, member, true
+		}
+		return run, member, true
+	}
+	return 0, "", false
+}

@@ -1,0 +1,121 @@
+package compare
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/pipeline"
+)
+
+// RunsReport compares the runs one file holds (a Polygraphy RunResults
+// of several runners), as Polygraphy does: every run against the first,
+// iteration by iteration, output by output. Each pair of runs is an
+// ArchiveReport whose members are named within the run.
+type RunsReport struct {
+	Path  string
+	Runs  []string         // the runs' names, in file order
+	Pairs []*ArchiveReport // run i+1 against run 0
+	Equal bool
+}
+
+// Runs compares the runs of the one input j.A holds (j.B is unused).
+func Runs(j Job) (*RunsReport, error) {
+	if j.DiffImage != "" {
+		return nil, errors.New("--diff-image draws one pair of tensors; give two inputs")
+	}
+	if err := check(&j.Options); err != nil {
+		return nil, err
+	}
+	j.A.Deferred = true
+	ts, err := loadPicked(j.A)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll(ts)
+	runs, ok := ts[0].Meta.(format.Runs)
+	if !ok || len(runs.RunNames()) < 2 {
+		what := "one tensor"
+		if ok {
+			what = "one run"
+		} else if ts[0].Name != "" {
+			what = fmt.Sprintf("%d members and no runs", len(ts))
+		}
+		return nil, &pipeline.PathError{Path: displayPath(j.A.Path), Err: fmt.Errorf("holds %s: compare needs two inputs (A, the reference, and B), or one file of several runs (a Polygraphy RunResults of several runners)", what)}
+	}
+	names := runs.RunNames()
+	groups := make([][]*pipeline.Tensor, len(names))
+	for _, t := range ts {
+		r, name, ok := runs.RunOf(t.Name)
+		if !ok || r >= len(groups) {
+			return nil, &pipeline.PathError{Path: displayPath(j.A.Path), Err: fmt.Errorf("internal error: member %q belongs to no run", t.Name)}
+		}
+		t.Name = name
+		groups[r] = append(groups[r], t)
+	}
+	if err := checkMemberNames(j.Options, groups[0], nil); err != nil {
+		return nil, err
+	}
+	rep := &RunsReport{Path: j.A.Path, Runs: names, Equal: true}
+	for r := 1; r < len(names); r++ {
+		jr := j
+		jr.A.Path = j.A.Path + ":" + names[0]
+		jr.B.Path = j.A.Path + ":" + names[r]
+		ar, err := Archives(jr, groups[0], groups[r])
+		if err != nil {
+			return nil, err
+		}
+		rep.Pairs = append(rep.Pairs, ar)
+		rep.Equal = rep.Equal && ar.Equal
+	}
+	return rep, nil
+}
+
+func displayPath(p string) string {
+	if p == "-" {
+		return "stdin"
+	}
+	return p
+}
+
+// WriteText prints each pair of runs, then a verdict line.
+func (r *RunsReport) WriteText(w io.Writer) error {
+	for _, p := range r.Pairs {
+		if err := p.WriteText(w); err != nil {
+			return err
+		}
+	}
+	verdict := "agree"
+	if !r.Equal {
+		verdict = "differ"
+	}
+	_, err := fmt.Fprintf(w, "runs of %s %s: %s checked against %s\n", r.Path, verdict, strings.Join(r.Runs[1:], ", "), r.Runs[0])
+	return err
+}
+
+// WriteJSONLines writes one record per member pair of every pair of runs
+// (with "a" and "b" naming the runs), then one summary.
+func (r *RunsReport) WriteJSONLines(w io.Writer) error {
+	type rec struct {
+		A      string `json:"a"`
+		B      string `json:"b"`
+		Member string `json:"member"`
+		*Report
+	}
+	var recs []rec
+	s := Summary{A: r.Path, B: r.Path, Equal: r.Equal, OnlyA: []string{}, OnlyB: []string{}}
+	for _, p := range r.Pairs {
+		for i, m := range p.Members {
+			recs = append(recs, rec{p.A, p.B, p.names[i], m})
+		}
+		for _, n := range p.OnlyA {
+			s.OnlyA = append(s.OnlyA, p.B+": "+n)
+		}
+		for _, n := range p.OnlyB {
+			s.OnlyB = append(s.OnlyB, p.B+": "+n)
+		}
+	}
+	return writeJSONLines(w, len(recs), func(i int) (any, bool) { return recs[i], recs[i].Equal }, s)
+}
