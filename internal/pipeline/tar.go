@@ -193,6 +193,9 @@ func copyTar(opts Options, r io.Reader, all []byte, drop func(int64), w io.Write
 			if err != nil {
 				return nil, pathErr(name, tarErr(err))
 			}
+			if isSparse(h) {
+				return nil, pathErr(name, sparseErr(h))
+			}
 			hdr = h
 			if br != nil {
 				dataAt = br.Size() - int64(br.Len())
@@ -443,6 +446,28 @@ func tarEnd(pos int64, last string) error {
 	return fmt.Errorf("truncated tar archive: it ends at byte %d, inside the zero padding after member %q (members after it may be lost)", pos, last)
 }
 
+// isSparse says whether a member is stored sparse (GNU tar --sparse, in
+// the GNU or the PAX format): its bytes in the archive are a map and the
+// data between holes, not its content.
+func isSparse(h *tar.Header) bool {
+	if h.Typeflag == tar.TypeGNUSparse {
+		return true
+	}
+	for k := range h.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return true
+		}
+	}
+	return false
+}
+
+// sparseErr refuses a sparse member: members are copied or worked on
+// from their bytes as stored, which a sparse one's are not (copied, it
+// came out corrupt, or lost its content).
+func sparseErr(h *tar.Header) error {
+	return fmt.Errorf("member %q is stored sparse (tar --sparse), which depthspace does not read: make the shard without --sparse", h.Name)
+}
+
 func tarErr(err error) error {
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return errors.New("truncated tar archive")
@@ -483,6 +508,9 @@ func decodeTar(src Source, in *fileio.Input) (*Tensor, error) {
 		case kind == format.KindNpy, kind == format.KindNpz, kind == format.KindSafetensors, kind == format.KindPNG:
 		default:
 			continue
+		}
+		if isSparse(hdr) {
+			return nil, sparseErr(hdr)
 		}
 		if hdr.Size > int64(len(in.Data))-cr.n {
 			return nil, fmt.Errorf("member %q: truncated tar archive", hdr.Name)

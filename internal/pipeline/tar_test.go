@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -415,6 +416,61 @@ func TestTarWriteErrorReported(t *testing.T) {
 		var pe *PathError
 		if !errors.Is(err, errDiskFull) || !errors.As(err, &pe) || pe.Path != "out.tar" {
 			t.Errorf("mapped %v: %v, want the write error on out.tar", mapped, err)
+		}
+	}
+}
+
+// A member stored sparse (GNU tar --sparse, GNU and PAX formats) is
+// refused, naming it, from a file and from a pipe: its bytes in the
+// archive are not its content (copied as they were, it came out empty or
+// corrupt; read from the mapping, the shard seemed truncated).
+func TestTarSparseMemberRefused(t *testing.T) {
+	tarBin, err := exec.LookPath("tar")
+	if err != nil {
+		t.Skip("needs GNU tar to write a sparse member")
+	}
+	dir := t.TempDir()
+	holes := filepath.Join(dir, "holes.bin")
+	if err := os.WriteFile(holes, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(holes, 1<<20); err != nil { // a hole after the first byte
+		t.Fatal(err)
+	}
+	in, _ := npyBytes(t, "|u1", []int{1, 1, 2, 2}, rand.New(rand.NewSource(1)))
+	if err := os.WriteFile(filepath.Join(dir, "a.npy"), in, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	req := ops.Request{Block: ops.Block{2}}
+	for _, tarFormat := range []string{"gnu", "posix"} {
+		shard := filepath.Join(dir, tarFormat+".tar")
+		cmd := exec.Command(tarBin, "--sparse", "--format="+tarFormat, "-cf", shard, "holes.bin", "a.npy")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Skipf("tar --sparse: %v\n%s", err, out)
+		}
+		b, err := os.ReadFile(shard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, err := tar.NewReader(bytes.NewReader(b)).Next(); err != nil || !isSparse(h) {
+			t.Skipf("tar did not store holes.bin sparse here (%v)", err)
+		}
+		out := filepath.Join(dir, "out.tar")
+		_, errFile := Transform(Options{Request: req, Source: Source{Path: shard}, Output: out, Threads: 1})
+		var piped bytes.Buffer
+		_, errPipe := Transform(Options{Request: req, Source: Source{Path: "-", From: format.KindTar, Stdin: bytes.NewReader(b)}, Output: "-", Stdout: &piped, Threads: 1})
+		for _, err := range []error{errFile, errPipe} {
+			if err == nil || !strings.Contains(err.Error(), `member "holes.bin" is stored sparse`) {
+				t.Errorf("%s format: %v, want holes.bin refused as sparse", tarFormat, err)
+			}
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%s format: an output was written", tarFormat)
+		}
+		// info and compare skip it: not a tensor member.
+		if _, err := decodeTar(Source{Path: shard}, &fileio.Input{Data: b}); err != nil {
+			t.Errorf("%s format: decodeTar: %v", tarFormat, err)
 		}
 	}
 }
