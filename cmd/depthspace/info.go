@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -185,8 +184,7 @@ func runInfo(f *infoFlags, args []string, s *streams) error {
 
 // isDir says whether path names a directory (following symbolic links).
 func isDir(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.IsDir()
+	return batch.IsDir(path) // or an s3:// prefix
 }
 
 // writeInfoLine prints one tensor of a tree as a line of columns: path

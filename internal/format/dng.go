@@ -575,10 +575,11 @@ func DescribeDNG(b []byte) ([][2]string, error) {
 		add("photometric", "LinearRaw (34892)")
 	}
 	add("compression", map[int]string{1: "none (1)", 7: "lossless JPEG (7)"}[im.compression])
+	plural := map[bool]string{true: "s"}[len(im.offsets) != 1]
 	if im.tiled {
-		add("storage", fmt.Sprintf("%d tiles of %dx%d", len(im.offsets), im.tw, im.th))
+		add("storage", fmt.Sprintf("%d tile%s of %dx%d", len(im.offsets), plural, im.tw, im.th))
 	} else {
-		add("storage", fmt.Sprintf("%d strips of %d rows", len(im.offsets), im.th))
+		add("storage", fmt.Sprintf("%d strip%s of %d rows", len(im.offsets), plural, im.th))
 	}
 	add("bit_depth", strconv.Itoa(im.bps))
 	if im.photometric == photometricCFA {
@@ -612,14 +613,18 @@ func DescribeDNG(b []byte) ([][2]string, error) {
 		}
 		add("active_area", s)
 	}
-	if v := f.text(d, tagDefaultCropOrigin); v != "" {
-		add("default_crop_origin", v)
-	}
-	if v := f.text(d, tagDefaultCropSize); v != "" {
-		add("default_crop_size", v)
+	o, sz := f.text(d, tagDefaultCropOrigin), f.text(d, tagDefaultCropSize)
+	if o != "" || sz != "" {
+		if o == "" {
+			o = "0,0"
+		}
+		if sz == "" {
+			sz = "the active area's"
+		}
+		add("default_crop", "origin "+o+", size "+sz+" (in the active area)")
 	}
 	if d.has(tagLinearization) {
-		add("linearization_table", "present (not applied: the tensor holds the stored samples)")
+		add("linearization", "a LinearizationTable (not applied: the tensor holds the stored samples)")
 	}
 	return out, nil
 }

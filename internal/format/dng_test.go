@@ -149,7 +149,7 @@ func TestDNGDescribe(t *testing.T) {
 	}
 	got := strings.Join(lines, "\n")
 	for _, want := range []string{"raw_image=SubIFD 0 of IFD 0", "bit_depth=12", "cfa_pattern=RG/GB (2x2); GB/RG at row 0, column 0", "black_level=64",
-		"white_level=4095", "active_area=top 1, left 2, bottom 23, right 22", "default_crop_origin=2,2", "default_crop_size=16,18", "compression=none (1)"} {
+		"white_level=4095", "active_area=top 1, left 2, bottom 23, right 22", "default_crop=origin 2,2, size 16,18 (in the active area)", "compression=none (1)"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("describe lacks %q:\n%s", want, got)
 		}

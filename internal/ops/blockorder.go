@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -36,6 +37,11 @@ func ParseBlockOrder(s string) (BlockOrder, error) {
 	}
 	if _, ok := bayer[name]; ok {
 		return BlockOrder{Name: name}, nil
+	}
+	if name == "cfa" {
+		// The pattern comes from the input (a DNG's CFAPattern): the
+		// pipeline replaces it by the preset once the file is read.
+		return BlockOrder{Name: "cfa"}, nil
 	}
 	parts := strings.Split(name, ",")
 	if len(parts) < 2 {
@@ -99,6 +105,8 @@ func (o BlockOrder) Offsets(blocks []int) ([]int, error) {
 			p[j] = kk
 		}
 		return p, nil
+	case o.Name == "cfa":
+		return nil, ErrCFAUnresolved
 	case o.Name != "":
 		if len(blocks) != 2 || blocks[0] != 2 || blocks[1] != 2 {
 			return nil, fmt.Errorf("block order %s is a Bayer pattern: it needs a 2x2 block over two spatial axes, not block %s", o.Name, Block(blocks))
@@ -120,6 +128,13 @@ func (o BlockOrder) Offsets(blocks []int) ([]int, error) {
 	}
 	return append([]int(nil), o.Perm...), nil
 }
+
+// ErrCFAUnresolved: --block-order cfa met an input with no CFA pattern to
+// take (anything but a camera raw file), or a command without an input.
+var ErrCFAUnresolved = errors.New("--block-order cfa takes the Bayer pattern from the input's CFA pattern (a DNG camera raw file), and there is none here: give the pattern (rggb, bggr, grbg or gbrg)")
+
+// IsCFA reports whether the order is cfa, to be resolved from the input.
+func (o BlockOrder) IsCFA() bool { return o.Name == "cfa" }
 
 // isIdentity reports whether p[j] = j for every j.
 func isIdentity(p []int) bool {

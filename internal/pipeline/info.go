@@ -1,10 +1,10 @@
 package pipeline
 
 import (
-	"os"
 	"strconv"
 
 	"github.com/depthspace/depthspace/internal/format"
+	fileio "github.com/depthspace/depthspace/internal/io"
 	"github.com/depthspace/depthspace/internal/ops"
 )
 
@@ -105,21 +105,13 @@ func describeNpyHeader(src Source, block ops.Block) (info *Info, ok bool, err er
 	if kind != "" && kind != format.KindNpy {
 		return nil, false, nil
 	}
-	f, err := os.Open(src.Path)
+	// One read of the file's start (of an object: one HEAD and one
+	// ranged GET) holds the header of any ordinary npy file; anything
+	// else (a longer header, a malformed one, not a regular file) is left
+	// to Load, so that its errors read exactly as for every other command.
+	head, size, err := fileio.Head(src.Path, npyHeadBytes)
 	if err != nil {
 		return nil, false, nil // Load says why, in its words
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return nil, false, nil
-	}
-	// One read of the file's start holds the header of any ordinary npy
-	// file; anything else (a longer header, a malformed one) is left to
-	// Load, so that its errors read exactly as for every other command.
-	head := make([]byte, min(fi.Size(), npyHeadBytes))
-	if _, err := f.ReadAt(head, 0); err != nil {
-		return nil, false, nil
 	}
 	npy, err := format.ParseNpy(head)
 	if err != nil || (kind == "" && format.Sniff(head) != format.KindNpy) {
@@ -139,7 +131,7 @@ func describeNpyHeader(src Source, block ops.Block) (info *Info, ok bool, err er
 			return nil, true, err
 		}
 	}
-	if err := checkNpy(&npy, fi.Size(), want, shape); err != nil {
+	if err := checkNpy(&npy, size, want, shape); err != nil {
 		return nil, true, err
 	}
 	return describe(src.Path, &Tensor{Header: npy.Header, Kind: format.KindNpy, Npy: &npy}, block), true, nil

@@ -46,6 +46,9 @@ type Options struct {
 
 // plan plans the job for one tensor.
 func (o *Options) plan(t *Tensor) (*ops.Plan, error) {
+	if o.Request.BlockOrder.IsCFA() {
+		return o.planCFA(t) // the pattern from the input file (cfa.go)
+	}
 	if o.Planner != nil {
 		return o.Planner(t.Shape, t.DType.Size, t.Fortran)
 	}
