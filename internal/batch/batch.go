@@ -122,6 +122,8 @@ func Run(opts Options) (*Summary, error) {
 	// good; one that does not exist yet cannot be inside an input.
 	outInfo, err := os.Stat(opts.OutDir)
 	switch {
+	case isObject(opts.OutDir): // a prefix: nothing to look at or make
+		outInfo, err = nil, nil
 	case err == nil && !outInfo.IsDir():
 		return nil, &pipeline.PathError{Path: opts.OutDir, Err: errors.New("--out-dir is not a directory")}
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
@@ -135,8 +137,8 @@ func Run(opts Options) (*Summary, error) {
 	}
 	// An --out-dir this run makes holds no outputs yet: they are created
 	// without looking at their paths first (fileio.Target.Fresh).
-	fresh := outInfo == nil && os.Mkdir(opts.OutDir, 0o777) == nil
-	if err := os.MkdirAll(opts.OutDir, 0o777); err != nil {
+	fresh := outInfo == nil && !isObject(opts.OutDir) && os.Mkdir(opts.OutDir, 0o777) == nil
+	if err := os.MkdirAll(opts.OutDir, 0o777); err != nil && !isObject(opts.OutDir) {
 		return nil, &pipeline.PathError{Path: opts.OutDir, Err: fmt.Errorf("cannot create the output directory: %w", unwrap(err))}
 	}
 	total := len(all)
@@ -302,7 +304,7 @@ func (r *runner) transform(it item, threads int, counted *atomic.Int64) (rec Rec
 			err = &pipeline.PathError{Path: it.input, Err: fmt.Errorf("internal error: %v (please report this)", p)}
 		}
 	}()
-	if dir := filepath.Dir(it.output); !r.made(dir) {
+	if dir := filepath.Dir(it.output); !isObject(it.output) && !r.made(dir) {
 		if err := os.MkdirAll(dir, 0o777); err != nil {
 			return rec, &pipeline.PathError{Path: dir, Err: fmt.Errorf("cannot create the output directory: %w", unwrap(err))}
 		}
@@ -388,6 +390,10 @@ func errorText(err error, input string) string {
 // exists says whether a complete output is already there: outputs are
 // renamed into place only when complete, so any regular file is one.
 func exists(name string) bool {
+	if isObject(name) {
+		ok, _ := fileio.ObjectExists(name) // HEAD; a failure shows when the file is tried
+		return ok
+	}
 	fi, err := os.Stat(name)
 	return err == nil && fi.Mode().IsRegular()
 }

@@ -103,7 +103,7 @@ func list(inputs []string, outDir string, outInfo os.FileInfo, to format.Kind) (
 			continue
 		}
 		name := OutputName(it.rel, to)
-		it.output = filepath.Join(outDir, filepath.FromSlash(name))
+		it.output = outputPath(outDir, name) // a path, or an object under an s3:// prefix
 		if j, dup := seen[name]; dup {
 			return nil, &pipeline.PathError{Path: it.output, Err: fmt.Errorf(
 				"would be the output of both %s and %s (inputs with the same relative path); run them in separate batches or to separate --out-dir",
@@ -133,6 +133,9 @@ type dir struct {
 func (w *walker) input(arg string) error {
 	if arg == "-" {
 		return errors.New("standard input (-) cannot be part of a batch; give files or directories")
+	}
+	if isObject(arg) {
+		return w.object(arg) // walk_objects.go
 	}
 	fi, err := os.Stat(arg)
 	if err != nil {

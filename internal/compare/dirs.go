@@ -64,11 +64,7 @@ func (r *DirReport) MarshalJSON() ([]byte, error) {
 
 // isDir reports whether path names a directory (standard input never).
 func isDir(path string) bool {
-	if path == "-" {
-		return false
-	}
-	fi, err := os.Stat(path)
-	return err == nil && fi.IsDir()
+	return path != "-" && batchwalk.IsDir(path) // or an s3:// prefix
 }
 
 // Dirs compares the tensor files of two directories pair by pair.

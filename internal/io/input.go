@@ -122,6 +122,9 @@ func Open(name string, stdin io.Reader) (*Input, error) {
 		}
 		return &Input{Name: name, Data: b}, nil
 	}
+	if IsObject(name) {
+		return openObject(name)
+	}
 	f, err := openRead(name)
 	if err != nil {
 		return nil, describeOpenError(err)

@@ -43,6 +43,8 @@ type Output struct {
 	// anon: f has no name yet (createAnon); Commit links it as the
 	// target, with no temporary name.
 	anon bool
+	// object: the target is an object (s3://…); Commit uploads f (s3.go).
+	object bool
 	// wmu lets one write into f at a time. The kernel takes the file's
 	// lock for each buffered write anyway (ext4, tmpfs), and a writer
 	// that finds it taken spins on it: under this VM's hypervisor, with
@@ -93,6 +95,9 @@ type Target struct {
 // output that is t.Input, or a link to it, is refused with ErrIsInput.
 // The target is looked at once for that and for what Create needs.
 func CreateFor(name string, stdout io.Writer, t Target) (*Output, error) {
+	if IsObject(name) {
+		return createObject(name) // no input to compare with: objects are never mapped inputs
+	}
 	if name == "-" {
 		if o, err := openStdoutFile(stdout); o != nil || err != nil {
 			return o, err
@@ -344,6 +349,9 @@ func (o *Output) Commit() error {
 			err = o.f.Truncate(fi.Size())
 		}
 	}
+	if o.object {
+		return o.commitObject(err)
+	}
 	if o.anon {
 		switch {
 		case err != nil:
@@ -383,8 +391,8 @@ func (o *Output) Abort() {
 	switch {
 	case o.stdout != nil:
 		o.stdout.abort(o.f)
-	case o.anon:
-		o.f.Close() // unnamed: the system frees it
+	case o.anon, o.object:
+		o.f.Close() // unnamed: the system frees it; an object is not uploaded
 	case o.f != nil:
 		o.f.Close()
 		untrackRemove(o.tmp)
@@ -626,6 +634,7 @@ func handleSignals() {
 		for _, restore := range restores {
 			restore()
 		}
+		abortUploads() // multipart uploads in flight (s3.go)
 		code := 128
 		if s, ok := sig.(syscall.Signal); ok {
 			code += int(s)

@@ -1,0 +1,269 @@
+package objstore
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+)
+
+// Object is one object of a listing.
+type Object struct {
+	Key  string
+	Rel  string // the key below the listed prefix: the batch's relative path
+	Size int64
+}
+
+// List lists every object under the prefix u (ListObjectsV2, recursive),
+// sorted by key byte by byte: S3 lists keys in UTF-8 binary order, which
+// is the byte-wise order a directory walk sorts its relative paths in,
+// so a prefix and a directory holding the same names list alike. Keys
+// ending in "/" (folder markers) are left out. A prefix is listed with
+// its final "/" added (s3://b/data lists data/…, not data2/…).
+func (s *Store) List(ctx context.Context, u URL) ([]Object, error) {
+	prefix := u.Key
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	var out []Object
+	token := ""
+	for {
+		res, err := s.core.ListObjectsV2(u.Bucket, prefix, "", token, "", 1000)
+		if err != nil {
+			return nil, s.describe(err)
+		}
+		for _, o := range res.Contents {
+			if strings.HasSuffix(o.Key, "/") {
+				continue
+			}
+			out = append(out, Object{Key: o.Key, Rel: strings.TrimPrefix(o.Key, prefix), Size: o.Size})
+		}
+		if !res.IsTruncated || res.NextContinuationToken == "" {
+			break
+		}
+		token = res.NextContinuationToken
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// IsDir says whether u is walked like a directory: a prefix by its form
+// (s3://B/P/), or s3://B/P where no object P exists but keys under P/ do.
+func (s *Store) IsDir(ctx context.Context, u URL) bool {
+	if u.IsPrefix() {
+		return true
+	}
+	if ok, err := s.Exists(ctx, u); ok || err != nil {
+		return false
+	}
+	res, err := s.core.ListObjectsV2(u.Bucket, u.Key+"/", "", "", "", 1)
+	return err == nil && len(res.Contents) > 0
+}
+
+// Transfers are cut into ranges (GET) and parts (PUT) of partSize, up to
+// streams of them at once: one connection's throughput is bounded by its
+// round trips and by the server's per-request work, several overlap them.
+var (
+	partSize int64 = 16 << 20
+	streams        = 8
+)
+
+// Download copies the object (of the given size, from Stat) into f from
+// offset 0 by ranged GETs, up to streams at once, each written by
+// position through a small buffer: memory does not grow with the object.
+func (s *Store) Download(ctx context.Context, u URL, f *os.File, size int64) error {
+	if size == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	parts := int((size + partSize - 1) / partSize)
+	var next atomic.Int64
+	var first error
+	var once sync.Once
+	var wg sync.WaitGroup
+	for range min(streams, parts) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 256<<10)
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(parts) || ctx.Err() != nil {
+					return
+				}
+				off := i * partSize
+				n := min(partSize, size-off)
+				err := s.getRange(ctx, u, off, n, func(r io.Reader) error {
+					w := io.NewOffsetWriter(f, off)
+					got, err := io.CopyBuffer(w, r, buf)
+					if err == nil && got < n {
+						err = io.ErrUnexpectedEOF
+					}
+					return err
+				})
+				if err != nil {
+					once.Do(func() { first = err; cancel() })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// Upload makes the object u from the first size bytes of f. An object
+// up to partSize is one PUT, which S3 makes visible only when the whole
+// body has come (a PUT cut short leaves nothing). A larger one is a
+// multipart upload whose parts are read from f by position (a bounded
+// number in flight, each streamed from the file, not held in memory) and
+// completed at the end; any failure, or AbortAll (a signal), aborts it,
+// so neither an object nor an upload is left behind.
+func (s *Store) Upload(ctx context.Context, u URL, f *os.File, size int64) error {
+	if size <= partSize {
+		_, err := s.core.PutObject(ctx, u.Bucket, u.Key, io.NewSectionReader(f, 0, size), size, "", "", s.putOptions())
+		return s.describe(err)
+	}
+	up, err := s.begin(ctx, u)
+	if err != nil {
+		return err
+	}
+	parts := int((size + partSize - 1) / partSize)
+	done := make([]minio.CompletePart, parts)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var next atomic.Int64
+	var first error
+	var once sync.Once
+	var wg sync.WaitGroup
+	for range min(streams, parts) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(parts) || ctx.Err() != nil {
+					return
+				}
+				off := i * partSize
+				n := min(partSize, size-off)
+				p, err := s.core.PutObjectPart(ctx, u.Bucket, u.Key, up.id, int(i)+1, io.NewSectionReader(f, off, n), n, s.partOptions())
+				if err != nil {
+					once.Do(func() { first = s.describe(err); cancel() })
+					return
+				}
+				done[i] = minio.CompletePart{PartNumber: int(i) + 1, ETag: p.ETag,
+					ChecksumCRC32: p.ChecksumCRC32, ChecksumCRC32C: p.ChecksumCRC32C, ChecksumCRC64NVME: p.ChecksumCRC64NVME}
+			}
+		}()
+	}
+	wg.Wait()
+	if first == nil {
+		if err := ctx.Err(); err != nil {
+			first = err
+		}
+	}
+	if first == nil {
+		_, err := s.core.CompleteMultipartUpload(ctx, u.Bucket, u.Key, up.id, done, s.putOptions())
+		first = s.describe(err)
+	}
+	if first != nil {
+		up.abort()
+		return first
+	}
+	up.finish()
+	return nil
+}
+
+func (s *Store) putOptions() minio.PutObjectOptions {
+	return minio.PutObjectOptions{ContentType: "application/octet-stream"}
+}
+
+func (s *Store) partOptions() minio.PutObjectPartOptions {
+	return minio.PutObjectPartOptions{}
+}
+
+// An upload in flight, known to AbortAll.
+type upload struct {
+	s        *Store
+	u        URL
+	id       string
+}
+
+var (
+	// uploadsMu is held shared while an upload is started and recorded,
+	// and by AbortAll exclusively until the process exits: an upload is
+	// either recorded before AbortAll looks, or never started.
+	uploadsMu sync.RWMutex
+	listMu    sync.Mutex
+	uploads   = map[*upload]bool{}
+	closing   bool
+)
+
+var errClosing = errors.New("interrupted")
+
+func (s *Store) begin(ctx context.Context, u URL) (*upload, error) {
+	uploadsMu.RLock()
+	defer uploadsMu.RUnlock()
+	if closing {
+		return nil, errClosing
+	}
+	id, err := s.core.NewMultipartUpload(ctx, u.Bucket, u.Key, s.putOptions())
+	if err != nil {
+		return nil, s.describe(err)
+	}
+	up := &upload{s: s, u: u, id: id}
+	listMu.Lock()
+	uploads[up] = true
+	listMu.Unlock()
+	return up, nil
+}
+
+func (up *upload) finish() {
+	listMu.Lock()
+	delete(uploads, up)
+	listMu.Unlock()
+}
+
+// abort aborts the upload (its parts are deleted by the server), on a
+// context of its own: the run's may be what was cancelled.
+func (up *upload) abort() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = up.s.core.AbortMultipartUpload(ctx, up.u.Bucket, up.u.Key, up.id)
+	up.finish()
+}
+
+// AbortAll aborts every multipart upload in flight, at once, waiting at
+// most a few seconds, and refuses new ones: the signal handler calls it
+// before the process exits. Single PUTs need nothing: the server drops a
+// body cut short when the connection closes with the process.
+func AbortAll() {
+	uploadsMu.Lock() // kept until exit
+	closing = true
+	listMu.Lock()
+	ups := make([]*upload, 0, len(uploads))
+	for up := range uploads {
+		ups = append(ups, up)
+	}
+	listMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, up := range ups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = up.s.core.AbortMultipartUpload(ctx, up.u.Bucket, up.u.Key, up.id)
+		}()
+	}
+	wg.Wait()
+}
