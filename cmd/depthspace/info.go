@@ -254,6 +254,9 @@ func writeInfo(w io.Writer, in *pipeline.Info) error {
 		row("header bytes", fmt.Sprint(*in.HeaderBytes))
 	}
 	row("file bytes", fmt.Sprint(in.FileBytes))
+	for _, kv := range in.Details { // the format's own (a DNG's CFA pattern, levels)
+		row(strings.ReplaceAll(kv[0], "_", " "), kv[1])
+	}
 	if in.Ops != nil {
 		fmt.Fprintf(&b, "  with block %s:\n", in.Block)
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)

@@ -36,6 +36,9 @@ type Info struct {
 	// Block and Ops are there when a block was asked about (-b).
 	Block string   `json:"block,omitempty"`
 	Ops   []OpInfo `json:"ops,omitempty"`
+	// Details is what the format says of the file beyond the tensor (a
+	// DNG's CFA pattern, levels, ActiveArea: details.go).
+	Details Details `json:"details,omitempty"`
 }
 
 // OpInfo says whether one operation is possible on the input with the
@@ -168,6 +171,7 @@ func describe(path string, t *Tensor, block ops.Block) *Info {
 			info.FileBytes = info.DataBytes
 		}
 	}
+	info.Details = details(t)
 	if block != nil {
 		info.Block = block.String()
 		info.Ops = Possibilities(block, t.Shape, t.DType.Size)
