@@ -99,3 +99,38 @@ type Runs interface {
 	// "1/out0" for an iteration); ok is false for a name it lacks.
 	RunOf(member string) (run int, name string, ok bool)
 }
+
+// FileOut is an output file written by position: what CreateAt writes a
+// container into.
+type FileOut interface {
+	io.WriterAt
+	io.ReaderAt
+	// Readable says whether ReadAt works (not a standard output this
+	// process may only write).
+	Readable() bool
+	// Reserve sizes the file and reserves its blocks, so that a full
+	// disk fails before any work.
+	Reserve(size int64) error
+}
+
+// PlacedWriter writes a container into a file by position: each member's
+// element data go where Place says, written there by the caller in any
+// order and from several workers (chunk by chunk, as a single npy file's
+// are), so memory holds buffers whatever the members' sizes.
+type PlacedWriter interface {
+	// Place writes what precedes member i's data (a header, a
+	// preamble) and returns where its DataBytes go. Members are placed
+	// in order.
+	Place(i int) (int64, error)
+	// Placed finishes member i once its data are written (npz: its
+	// CRC-32, read back from the file).
+	Placed(i int) error
+	// Close writes what follows the members (a central directory).
+	Close() error
+}
+
+// CreateAtFunc starts a container of members in f, written by position;
+// nil and no error when this container cannot be written so (a
+// compressed npz; an output that cannot be read back where the format
+// needs to), and the members are then written in order through Create.
+type CreateAtFunc func(f FileOut, members []MemberSpec, meta any) (PlacedWriter, error)

@@ -72,6 +72,9 @@ type Format struct {
 	Container bool
 	Open      OpenFunc
 	Create    CreateFunc
+	// CreateAt, when set, writes a container into a file by position
+	// (PlacedWriter), which the pipeline prefers for file outputs.
+	CreateAt CreateAtFunc
 	// Decode reads a file that holds one tensor and needs decoding (JSON,
 	// ONNX, PNG); nil where the pipeline reads the format's bytes in
 	// place or as members. want is --dtype when given. The name is the

@@ -633,7 +633,7 @@ func (p *placeWriter) Write(b []byte) (int, error) {
 func init() {
 	register(Format{Kind: KindNpz, Rank: 5, Doc: "numpy savez / savez_compressed archives, member by member", Noun: "an npz archive", Exts: []string{".npz"}, Container: true, SniffOrder: 20,
 		Sniff: func(b []byte) bool { return strings.HasPrefix(string(b[:min(len(b), 4)]), zipMagic) },
-		Open:  openNpz, Create: createNpz})
+		Open:  openNpz, Create: createNpz, CreateAt: createNpzAt})
 }
 
 // openNpz is npz's Open: every member, stored ones in place, deflated
@@ -679,3 +679,57 @@ func createNpz(w io.Writer, members []MemberSpec, meta any) (MemberWriter, error
 	nw.KeepTimes(meta)
 	return nw, nil
 }
+
+// createNpzAt is npz's CreateAt: a stored archive (np.savez) written by
+// position, each member's npy bytes where its local header leaves them,
+// their CRC-32 read back from the file for the header archive/zip
+// writes. A compressed one (any member from a deflated one) is not.
+func createNpzAt(f FileOut, members []MemberSpec, meta any) (PlacedWriter, error) {
+	if !f.Readable() {
+		return nil, nil
+	}
+	for _, m := range members {
+		if m.Compressed {
+			return nil, nil
+		}
+	}
+	nw := NewNpzWriterAt(f)
+	nw.KeepTimes(meta) // an npz input's member times
+	return &npzPlaced{f: f, nw: nw, members: members, at: make([]int64, len(members))}, nil
+}
+
+type npzPlaced struct {
+	f       FileOut
+	nw      *NpzWriter
+	members []MemberSpec
+	at      []int64 // where each member's npy bytes start
+}
+
+func (p *npzPlaced) size(i int) int64 {
+	return int64(len(EncodeNpy(p.members[i].Header))) + p.members[i].Header.DataBytes()
+}
+
+func (p *npzPlaced) Place(i int) (int64, error) {
+	m := p.members[i]
+	pre := EncodeNpy(m.Header)
+	at, err := p.nw.StoredOffset(m.Name, int64(len(pre))+m.Header.DataBytes())
+	if err != nil {
+		return 0, err
+	}
+	if _, err := p.f.WriteAt(pre, at); err != nil {
+		return 0, err
+	}
+	p.at[i] = at
+	return at + int64(len(pre)), nil
+}
+
+func (p *npzPlaced) Placed(i int) error {
+	size := p.size(i)
+	crc, err := CRC32At(p.f, p.at[i], size)
+	if err != nil {
+		return err
+	}
+	return p.nw.PlaceStored(p.members[i].Name, size, crc)
+}
+
+func (p *npzPlaced) Close() error { return p.nw.Close() }

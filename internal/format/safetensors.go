@@ -467,7 +467,7 @@ func (s *SafetensorsWriter) Close() error {
 func init() {
 	register(Format{Kind: KindSafetensors, Rank: 6, Doc: "Hugging Face safetensors, member by member, metadata kept", Noun: "a safetensors file", Aliases: []string{"st"}, Exts: []string{".safetensors"},
 		Container: true, Sniff: SniffSafetensors, SniffOrder: 30,
-		Open: openSafetensors, Create: createSafetensors})
+		Open: openSafetensors, Create: createSafetensors, CreateAt: createSafetensorsAt})
 }
 
 // openSafetensors is safetensors' Open: every tensor in data order, its
@@ -493,3 +493,33 @@ func createSafetensors(w io.Writer, members []MemberSpec, meta any) (MemberWrite
 	md, _ := meta.([][2]string)
 	return NewSafetensorsWriter(w, members, md)
 }
+
+// createSafetensorsAt is safetensors' CreateAt: the header first, every
+// member's offsets known from it, the whole file reserved up front.
+func createSafetensorsAt(f FileOut, members []MemberSpec, meta any) (PlacedWriter, error) {
+	md, _ := meta.([][2]string)
+	pre, err := SafetensorsPreamble(members, md)
+	if err != nil {
+		return nil, err
+	}
+	at := make([]int64, len(members))
+	off := int64(len(pre))
+	for i, m := range members {
+		at[i] = off
+		off += m.Header.DataBytes()
+	}
+	if err := f.Reserve(off); err != nil {
+		return nil, err
+	}
+	if _, err := f.WriteAt(pre, 0); err != nil {
+		return nil, err
+	}
+	return safetensorsPlaced(at), nil
+}
+
+// safetensorsPlaced are the members' data offsets.
+type safetensorsPlaced []int64
+
+func (p safetensorsPlaced) Place(i int) (int64, error) { return p[i], nil }
+func (safetensorsPlaced) Placed(int) error             { return nil }
+func (safetensorsPlaced) Close() error                 { return nil }

@@ -178,11 +178,26 @@ func StoreMembers(path string, kind format.Kind, stdout io.Writer, limit int, jo
 		}
 		return nil, pathErr(displayName(path), err)
 	}
-	if kind == format.KindSafetensors && out.IsFile() {
-		return storeSafetensorsFile(out, path, limit, jobs, fail)
+	f := format.Lookup(kind)
+	if f == nil || f.Create == nil {
+		return fail(fmt.Errorf("internal error: %s output is not a container", kind))
 	}
-	if kind == format.KindNpz && !compress && out.Readable() {
-		return storeStoredFile(out, path, limit, jobs, fail)
+	specs := make([]format.MemberSpec, len(jobs))
+	for i, j := range jobs {
+		specs[i] = format.MemberSpec{Name: j.Name, Header: j.Header, Compressed: j.Compressed}
+	}
+	var meta any
+	if len(jobs) > 0 && jobs[0].From == kind {
+		meta = jobs[0].Meta
+	}
+	if f.CreateAt != nil && out.IsFile() {
+		pw, err := f.CreateAt(out, specs, meta)
+		if err != nil {
+			return fail(err)
+		}
+		if pw != nil {
+			return storePlaced(out, path, kind, pw, limit, jobs, fail)
+		}
 	}
 	bw := bufio.NewWriterSize(out, 1<<16)
 	if kind == format.KindNpz && compress {
@@ -208,18 +223,6 @@ func StoreMembers(path string, kind format.Kind, stdout io.Writer, limit int, jo
 		return res, nil
 	}
 	// Any container format: its Create, members written in order.
-	f := format.Lookup(kind)
-	if f == nil || f.Create == nil {
-		return fail(fmt.Errorf("internal error: %s output is not a container", kind))
-	}
-	specs := make([]format.MemberSpec, len(jobs))
-	for i, j := range jobs {
-		specs[i] = format.MemberSpec{Name: j.Name, Header: j.Header, Compressed: j.Compressed}
-	}
-	var meta any
-	if len(jobs) > 0 && jobs[0].From == kind {
-		meta = jobs[0].Meta
-	}
 	zw, err := f.Create(bw, specs, meta)
 	if err != nil {
 		return fail(err)
@@ -481,44 +484,33 @@ func selected(globs []string, name string) bool {
 	return false
 }
 
-// storeSafetensorsFile writes a safetensors file output by offsets: the
-// preamble first, then each member where the header puts it, streamed
-// chunk by chunk by several workers when its plan allows (the speed and
-// memory of a single npy), else produced a batch of items at a time.
-func storeSafetensorsFile(out *fileio.Output, path string, limit int, jobs []MemberJob, fail func(error) (*Result, error)) (*Result, error) {
-	specs := make([]format.MemberSpec, len(jobs))
-	total := int64(0)
-	for i, j := range jobs {
-		specs[i] = format.MemberSpec{Name: j.Name, Header: j.Header}
-		total += j.Header.DataBytes()
-	}
-	var meta [][2]string
-	if len(jobs) > 0 && jobs[0].From == format.KindSafetensors {
-		meta, _ = jobs[0].Meta.([][2]string)
-	}
-	pre, err := format.SafetensorsPreamble(specs, meta)
-	if err != nil {
-		return fail(err)
-	}
-	if err := out.Reserve(int64(len(pre)) + total); err != nil {
-		return fail(err)
-	}
-	if _, err := out.WriteAt(pre, 0); err != nil {
-		return fail(err)
-	}
+// storePlaced writes a container into a file output by position (the
+// format's PlacedWriter): each member's data where the container puts
+// them, streamed chunk by chunk by several workers when its plan allows
+// (the speed and memory of a single npy), else produced a batch of items
+// at a time.
+func storePlaced(out *fileio.Output, path string, kind format.Kind, pw format.PlacedWriter, limit int, jobs []MemberJob, fail func(error) (*Result, error)) (*Result, error) {
 	res := &Result{Output: path}
-	off := int64(len(pre))
-	for _, j := range jobs {
+	for i, j := range jobs {
 		if j.Load != nil && j.Stream == nil {
 			if err := j.Load(); err != nil {
 				return fail(err)
 			}
 		}
-		if err := placeMember(out, off, limit, j); err != nil {
-			return fail(inMember(format.KindSafetensors, j.Name, err))
+		off, err := pw.Place(i)
+		if err != nil {
+			return fail(err)
 		}
-		off += j.Header.DataBytes()
+		if err := placeMember(out, off, limit, j); err != nil {
+			return fail(inMember(kind, j.Name, err))
+		}
+		if err := pw.Placed(i); err != nil {
+			return fail(err)
+		}
 		res.add(j.Result)
+	}
+	if err := pw.Close(); err != nil {
+		return fail(err)
 	}
 	if err := out.Commit(); err != nil {
 		return nil, pathErr(displayName(path), err)
@@ -557,54 +549,6 @@ func placeMember(out *fileio.Output, off int64, limit int, j MemberJob) error {
 		j.Release()
 	}
 	return err
-}
-
-// storeStoredFile writes a stored npz to a file output by position: each
-// member's npy bytes where its local header leaves them, written as a
-// single npy file's are (placeMember), then their CRC-32 read back from
-// the page cache for the header archive/zip writes. Memory holds chunk
-// buffers, whatever the members' sizes.
-func storeStoredFile(out *fileio.Output, path string, limit int, jobs []MemberJob, fail func(error) (*Result, error)) (*Result, error) {
-	nw := format.NewNpzWriterAt(out)
-	if len(jobs) > 0 {
-		nw.KeepTimes(jobs[0].Meta) // an npz input's member times
-	}
-	res := &Result{Output: path}
-	for _, j := range jobs {
-		if j.Load != nil && j.Stream == nil {
-			if err := j.Load(); err != nil {
-				return fail(err)
-			}
-		}
-		pre := format.EncodeNpy(j.Header)
-		size := int64(len(pre)) + j.Header.DataBytes()
-		at, err := nw.StoredOffset(j.Name, size)
-		if err != nil {
-			return fail(err)
-		}
-		if _, err := out.WriteAt(pre, at); err != nil {
-			return fail(err)
-		}
-		if err := placeMember(out, at+int64(len(pre)), limit, j); err != nil {
-			return fail(inMember(format.KindNpz, j.Name, err))
-		}
-		crc, err := format.CRC32At(out, at, size)
-		if err != nil {
-			return fail(err)
-		}
-		if err := nw.PlaceStored(j.Name, size, crc); err != nil {
-			return fail(err)
-		}
-		res.add(j.Result)
-	}
-	if err := nw.Close(); err != nil {
-		return fail(err)
-	}
-	if err := out.Commit(); err != nil {
-		return nil, pathErr(displayName(path), err)
-	}
-	res.describeFirst()
-	return res, nil
 }
 
 // offsetWriter writes sequentially from off into a file output.
