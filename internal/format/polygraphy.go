@@ -156,9 +156,11 @@ type pjValue struct {
 }
 
 type pjParser struct {
-	b []byte
-	i int
-	n int // values made
+	b    []byte
+	i    int
+	n    int         // values made
+	file io.ReaderAt // reads b by position, or nil
+	buf  []byte      // window's
 }
 
 func (p *pjParser) errAt(off int, format string, a ...any) error {
@@ -260,33 +262,72 @@ func (p *pjParser) container(open byte, depth int) (*pjValue, error) {
 }
 
 // str finds a string's end without decoding it: linear in its length
-// whatever escapes it holds (a base64 array is tens of MiB).
+// whatever escapes it holds (a base64 array is tens of MiB). With a file
+// to read by position, the string is read through a buffer rather than
+// the mapping, so that its pages are not faulted into the process (its
+// text is read again, the same way, when the member is decoded).
 func (p *pjParser) str() (*pjValue, error) {
 	v := &pjValue{kind: '"', off: p.i}
 	i := p.i + 1
-	q := bytes.IndexByte(p.b[i:], '"')
-	if q < 0 {
-		return nil, p.errAt(v.off, "unterminated string")
-	}
-	q += i
 	for {
-		k := bytes.IndexByte(p.b[i:q], '\\')
-		if k < 0 {
-			break
+		w, err := p.window(i)
+		if err != nil {
+			return nil, err
 		}
-		v.esc = true
-		i += k + 2 // the backslash and the character it escapes
-		if i > q { // that was our quote: find the next
-			n := bytes.IndexByte(p.b[i:], '"')
-			if n < 0 {
-				return nil, p.errAt(v.off, "unterminated string")
+		if len(w) == 0 {
+			return nil, p.errAt(v.off, "unterminated string")
+		}
+		q := bytes.IndexByte(w, '"') // -1: none in the rest of w
+		j := 0
+		for {
+			lim := len(w)
+			if q >= 0 {
+				lim = q
 			}
-			q = i + n
+			k := bytes.IndexByte(w[j:lim], '\\')
+			if k < 0 {
+				break
+			}
+			v.esc = true
+			j += k + 2 // the backslash and the character it escapes
+			if j >= len(w) {
+				break
+			}
+			if q >= 0 && j > q { // that was our quote: find the next
+				if q = bytes.IndexByte(w[j:], '"'); q >= 0 {
+					q += j
+				}
+			}
 		}
+		if q >= 0 && j <= q {
+			p.i = i + q + 1
+			v.end = p.i
+			return v, nil
+		}
+		i += max(j, len(w))
 	}
-	p.i = q + 1
-	v.end = p.i
-	return v, nil
+}
+
+// pjWindow is how much of a string is read at a time from the file.
+const pjWindow = 1 << 20
+
+// window gives the bytes from i on: the rest of the mapping, or the next
+// pjWindow of them read from the file.
+func (p *pjParser) window(i int) ([]byte, error) {
+	if i >= len(p.b) {
+		return nil, nil
+	}
+	if p.file == nil || len(p.b)-i <= 4096 {
+		return p.b[i:], nil
+	}
+	if p.buf == nil {
+		p.buf = make([]byte, pjWindow)
+	}
+	w := p.buf[:min(pjWindow, len(p.b)-i)]
+	if n, err := p.file.ReadAt(w, int64(i)); n < len(w) {
+		return nil, &PolygraphyError{Offset: int64(i), Msg: fmt.Sprintf("reading the file: %v", err)}
+	}
+	return w, nil
 }
 
 func (p *pjParser) scalar() (*pjValue, error) {
@@ -534,15 +575,20 @@ func SniffPolygraphy(b []byte) bool {
 
 // pgArray is one member: its base64 text in the file and its npy header.
 type pgArray struct {
-	name   string
-	text   []byte // the string's content, between the quotes
-	esc    bool
-	npy    Npy
-	length int64 // the text's length once unescaped
+	name string
+	text []byte // the string's content, between the quotes
+	// file reads the same bytes by position (OpenOptions.File), the text
+	// starting at textOff; nil: the text is read from the mapping.
+	file    io.ReaderAt
+	textOff int64
+	esc     bool
+	npy     Npy
+	length  int64 // the text's length once unescaped
 }
 
 type pgReader struct {
 	b       []byte
+	file    io.ReaderAt
 	meta    *PolygraphyMeta
 	arrays  []*pgArray
 	seen    map[string]bool
@@ -552,8 +598,8 @@ type pgReader struct {
 
 // ReadPolygraphy parses a Polygraphy file's structure and every member's
 // npy header; the element data are left encoded (pgArray's Inflate).
-func readPolygraphy(b []byte) (*PolygraphyMeta, []*pgArray, error) {
-	p := &pjParser{b: b}
+func readPolygraphy(b []byte, file io.ReaderAt) (*PolygraphyMeta, []*pgArray, error) {
+	p := &pjParser{b: b, file: file}
 	if len(b) >= 3 && string(b[:3]) == "\xef\xbb\xbf" {
 		return nil, nil, p.errAt(0, "a UTF-8 byte order mark: Python's json refuses it")
 	}
@@ -565,7 +611,7 @@ func readPolygraphy(b []byte) (*PolygraphyMeta, []*pgArray, error) {
 	if p.i != len(b) {
 		return nil, nil, p.errAt(p.i, "text after the JSON value")
 	}
-	r := &pgReader{b: b, meta: &PolygraphyMeta{}, seen: map[string]bool{}}
+	r := &pgReader{b: b, file: file, meta: &PolygraphyMeta{}, seen: map[string]bool{}}
 	switch top.kind {
 	case '[':
 		err = r.inputs(top)
@@ -784,7 +830,7 @@ func (r *pgReader) array(v *pjValue, name string) (string, error) {
 	if s.kind != '"' {
 		return "", pgErr(name, "the ndarray's \"array\" is a JSON %s, not a string", pjKindName(s.kind))
 	}
-	a := &pgArray{name: name, text: r.b[s.off+1 : s.end-1], esc: s.esc}
+	a := &pgArray{name: name, text: r.b[s.off+1 : s.end-1], esc: s.esc, file: r.file, textOff: int64(s.off + 1)}
 	if err := a.open(); err != nil {
 		return "", err
 	}
@@ -807,6 +853,16 @@ type pgText struct {
 func (t *pgText) next(n int) ([]byte, error) {
 	if !t.a.esc {
 		s := t.a.text[t.i:min(len(t.a.text), t.i+n)]
+		if t.a.file != nil && len(s) > 0 { // the same bytes, not faulted into the mapping
+			if cap(t.buf) < n {
+				t.buf = make([]byte, 0, n)
+			}
+			r := t.buf[:len(s)]
+			if k, err := t.a.file.ReadAt(r, t.a.textOff+int64(t.i)); k < len(r) {
+				return nil, pgErr(t.a.name, "reading the file: %v", err)
+			}
+			s = r
+		}
 		t.i += len(s)
 		return s, nil
 	}
@@ -1102,7 +1158,7 @@ func (s *sliceFill) Write(p []byte) (int, error) {
 
 // openPolygraphy is the format's Open.
 func openPolygraphy(b []byte, opt OpenOptions) (*Archive, error) {
-	meta, arrays, err := readPolygraphy(b)
+	meta, arrays, err := readPolygraphy(b, opt.File)
 	if err != nil {
 		return nil, err
 	}

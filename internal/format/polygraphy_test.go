@@ -75,6 +75,12 @@ func TestPolygraphyReadsPython(t *testing.T) {
 			t.Errorf("%s: not sniffed as polygraphy (Sniff: %q)", file, Sniff(b))
 		}
 		lazy, eager := pgOpen(t, b, true), pgOpen(t, b, false)
+		if file == "dtypes.json" { // through reads by position
+			var err error
+			if lazy, err = openPolygraphy(b, OpenOptions{File: bytes.NewReader(b), Deferred: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if len(lazy.Members) != len(want) || len(eager.Members) != len(want) {
 			t.Fatalf("%s: %d and %d members, want %d", file, len(lazy.Members), len(eager.Members), len(want))
 		}
@@ -523,4 +529,44 @@ func FuzzPolygraphy(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPolygraphyFile: with OpenOptions.File the strings are scanned and
+// decoded through reads by position (windows of 1 MiB, escapes across
+// their edges) and give what the mapping gives.
+func TestPolygraphyFile(t *testing.T) {
+	data := make([]byte, 3<<20/2)
+	for i := range data {
+		data[i] = byte(i*131 + i>>11)
+	}
+	h := fmt.Sprintf("{'descr': '|u1', 'fortran_order': False, 'shape': (%d,), }\n", len(data))
+	text := base64.StdEncoding.EncodeToString(pgNpy(h, data))
+	for _, esc := range []bool{false, true} {
+		s := text
+		if esc {
+			s = strings.ReplaceAll(text, "/", `\/`)
+		}
+		b := pgFile(`"x": {"array": "` + s + `", "polygraphy_class": "ndarray"}, "y": ` + pgArrayText(pgNpy(pgF4, make([]byte, 8))))
+		for _, deferred := range []bool{true, false} {
+			ar, err := openPolygraphy(b, OpenOptions{File: bytes.NewReader(b), Deferred: deferred})
+			if err != nil {
+				t.Fatalf("escaped %v: %v", esc, err)
+			}
+			got := ar.Members[0].Data
+			if deferred {
+				var buf bytes.Buffer
+				if err := ar.Members[0].Lazy.Inflate(&buf); err != nil {
+					t.Fatal(err)
+				}
+				got = buf.Bytes()
+			}
+			if len(ar.Members) != 2 || !bytes.Equal(got, data) {
+				t.Fatalf("escaped %v deferred %v: %d members, data differ", esc, deferred, len(ar.Members))
+			}
+		}
+		// A file shorter than the mapping says: an error, not a panic.
+		if _, err := openPolygraphy(b, OpenOptions{File: bytes.NewReader(b[:len(b)/2]), Deferred: true}); err == nil || !strings.Contains(err.Error(), "reading the file") {
+			t.Errorf("truncated file: %v", err)
+		}
+	}
 }
