@@ -292,6 +292,10 @@ func DecodeDNG(b []byte) (Header, []byte, error) {
 	if err != nil {
 		return Header{}, nil, err
 	}
+	u16, _ := ParseDType("<u2")
+	if data := im.inPlace(); data != nil {
+		return Header{DType: u16, Shape: im.shape()}, data, nil
+	}
 	out := make([]byte, 2*im.w*im.h*im.spp)
 	n := len(im.offsets)
 	workers := min(runtime.GOMAXPROCS(0), n)
@@ -330,8 +334,27 @@ func DecodeDNG(b []byte) (Header, []byte, error) {
 			return Header{}, nil, err
 		}
 	}
-	u16, _ := ParseDType("<u2")
 	return Header{DType: u16, Shape: im.shape()}, out, nil
+}
+
+// inPlace is the image's bytes in the file when they are already the
+// tensor's (16-bit little-endian samples in strips that follow each other
+// with no gap): the mapping itself, not a copy. nil otherwise.
+func (im *dngImage) inPlace() []byte {
+	if im.compression != 1 || im.bps != 16 || im.f.bo != binary.LittleEndian || im.tiled {
+		return nil
+	}
+	stripBytes := uint64(2 * im.w * im.spp * im.th)
+	for i, o := range im.offsets {
+		if o != im.offsets[0]+uint64(i)*stripBytes {
+			return nil
+		}
+	}
+	start, size := im.offsets[0], uint64(2*im.w*im.h*im.spp)
+	if start+size > uint64(len(im.f.b)) {
+		return nil
+	}
+	return im.f.b[start : start+size : start+size]
 }
 
 // decodeChunk decodes strip or tile i into out.

@@ -2,8 +2,13 @@ package format
 
 import (
 	"encoding/binary"
+	"fmt"
+	"math"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"sort"
+	"testing"
 )
 
 // A DNG writer for the tests: uncompressed (any depth 8..16, packed MSB
@@ -570,4 +575,58 @@ func max0(v int) int {
 		return 0
 	}
 	return v
+}
+
+// TestDNGBenchFiles writes the DNGs bench/dng.sh times, when
+// DEPTHSPACE_DNG_BENCH is "DIR N": N camera-sized (6048x4024, 14-bit)
+// lossless JPEG DNGs (256x256 tiles, JPEGs of two components, predictor
+// 1, tables from the data, as Adobe's converter writes them) under
+// DIR/ljpeg and N uncompressed ones (16-bit strips) under DIR/plain.
+func TestDNGBenchFiles(t *testing.T) {
+	spec := os.Getenv("DEPTHSPACE_DNG_BENCH")
+	if spec == "" {
+		t.Skip("DEPTHSPACE_DNG_BENCH is not set (bench/dng.sh sets it)")
+	}
+	var dir string
+	var n int
+	if _, err := fmt.Sscan(spec, &dir, &n); err != nil {
+		t.Fatalf("DEPTHSPACE_DNG_BENCH=%q: want DIR N", spec)
+	}
+	const w, h = 6048, 4024
+	for _, sub := range []string{"ljpeg", "plain"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < n; i++ {
+		rng := rand.New(rand.NewSource(int64(i)))
+		s := cameraMosaic(rng, w, h, 14)
+		lj := testDNG{w: w, h: h, spp: 1, bps: 14, compression: 7, tile: [2]int{256, 256}, pred: 1, subIFD: true,
+			activeArea: []uint32{0, 0, h, w}, black: []uint32{512}, white: 16383}
+		pl := testDNG{w: w, h: h, spp: 1, bps: 16, compression: 1, rps: 64, subIFD: true}
+		for _, f := range []struct {
+			sub string
+			d   testDNG
+		}{{"ljpeg", lj}, {"plain", pl}} {
+			name := filepath.Join(dir, f.sub, fmt.Sprintf("IMG_%04d.dng", i))
+			if err := os.WriteFile(name, f.d.build(s), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// cameraMosaic is a photo-like mosaic: smooth shading per colour site and
+// sensor noise, black level 512.
+func cameraMosaic(rng *rand.Rand, w, h, bps int) []uint16 {
+	s := make([]uint16, w*h)
+	top := float64(int(1)<<bps - 1)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			base := 512 + 3000*(1+math.Sin(float64(x)/700+float64(y%2))*math.Cos(float64(y)/500+float64(x%2)))
+			v := base + rng.NormFloat64()*40
+			s[y*w+x] = uint16(math.Max(0, math.Min(top, v)))
+		}
+	}
+	return s
 }
