@@ -40,9 +40,12 @@ const (
 	tpDataLocation = 14
 )
 
-// onnxTypes maps TensorProto.DataType to numpy names; "" marks a type
+// onnxType is an ONNX type's name and its numpy name; "" marks a type
 // with no fixed-size numpy equivalent.
-var onnxTypes = map[int32]struct{ name, numpy string }{
+type onnxType struct{ name, numpy string }
+
+// onnxTypes maps TensorProto.DataType to its names.
+var onnxTypes = map[int32]onnxType{
 	1: {"FLOAT", "float32"}, 2: {"UINT8", "uint8"}, 3: {"INT8", "int8"},
 	4: {"UINT16", "uint16"}, 5: {"INT16", "int16"}, 6: {"INT32", "int32"},
 	7: {"INT64", "int64"}, 8: {"STRING", ""}, 9: {"BOOL", "bool"},
@@ -97,173 +100,258 @@ type typedField struct {
 
 // DecodeONNX reads one TensorProto from b.
 func DecodeONNX(b []byte) (*ONNXTensor, error) {
-	t := &ONNXTensor{}
-	var dims []int
-	var haveType, haveRaw bool
-	var raw []byte
-	rawOff := 0
-	typed := map[pbwire.Number]*typedField{
+	d := &onnxDecoder{t: &ONNXTensor{}, typed: map[pbwire.Number]*typedField{
 		tpFloatData:  {name: "float_data", wire: pbwire.Fixed32Type},
 		tpInt32Data:  {name: "int32_data", wire: pbwire.VarintType},
 		tpInt64Data:  {name: "int64_data", wire: pbwire.VarintType},
 		tpDoubleData: {name: "double_data", wire: pbwire.Fixed64Type},
 		tpUint64Data: {name: "uint64_data", wire: pbwire.VarintType},
+	}}
+	// Fields come in any order, so what needs several of them (the type,
+	// the size, which field holds the data) is checked after the last.
+	if err := d.readFields(b); err != nil {
+		return nil, err
 	}
-	off := 0
-	for off < len(b) {
+	info, size, err := d.header()
+	if err != nil {
+		return nil, err
+	}
+	if err := d.data(info, size); err != nil {
+		return nil, err
+	}
+	return d.t, nil
+}
+
+// onnxDecoder is what the fields of one TensorProto have said so far.
+type onnxDecoder struct {
+	t                 *ONNXTensor
+	dims              []int
+	haveType, haveRaw bool
+	raw               []byte // raw_data: a slice of the input
+	rawOff            int    // where raw_data's bytes start, for its error
+	// The typed value fields by number: where their values are, counted
+	// and converted only once data_type says which one must hold them.
+	typed map[pbwire.Number]*typedField
+}
+
+// onnxField is one field whose tag has been read: at is the tag's offset,
+// off the value's, rest the input from off on.
+type onnxField struct {
+	num     pbwire.Number
+	typ     pbwire.Type
+	at, off int
+	rest    []byte
+}
+
+// wrong is the error for a wire type that TensorProto does not give the
+// field: the usual sign of another message, most often a whole model.
+func (f onnxField) wrong(want string) error {
+	return onnxErr(f.at, "field %d has wire type %d, not %s: not a TensorProto (an ONNX model? save the tensor with onnx.numpy_helper.from_array)", f.num, f.typ, want)
+}
+
+// readFields reads the message field by field, each length checked
+// against the input before it is used.
+func (d *onnxDecoder) readFields(b []byte) error {
+	for off := 0; off < len(b); {
 		num, typ, n := pbwire.ConsumeTag(b[off:])
 		if n < 0 {
-			return nil, onnxErr(off, "malformed field tag (%v); is this an ONNX TensorProto?", pbwire.ParseError(n))
+			return onnxErr(off, "malformed field tag (%v); is this an ONNX TensorProto?", pbwire.ParseError(n))
 		}
-		at := off
-		off += n
-		rest := b[off:]
-		wrong := func(want string) error {
-			return onnxErr(at, "field %d has wire type %d, not %s: not a TensorProto (an ONNX model? save the tensor with onnx.numpy_helper.from_array)", num, typ, want)
+		f := onnxField{num: num, typ: typ, at: off, off: off + n, rest: b[off+n:]}
+		m, err := d.field(f)
+		if err != nil {
+			return err
 		}
-		switch num {
-		case tpDims:
-			switch typ {
-			case pbwire.VarintType:
-				v, m := pbwire.ConsumeVarint(rest)
-				if m < 0 {
-					return nil, onnxErr(off, "malformed dims value")
-				}
-				d, err := onnxDim(v, off, len(dims))
-				if err != nil {
-					return nil, err
-				}
-				dims = append(dims, d)
-				off += m
-			case pbwire.BytesType:
-				v, m := pbwire.ConsumeBytes(rest)
-				if m < 0 {
-					return nil, onnxErr(off, "dims: length runs past the end of the file")
-				}
-				for p := 0; p < len(v); {
-					x, k := pbwire.ConsumeVarint(v[p:])
-					if k < 0 {
-						return nil, onnxErr(off, "malformed packed dims")
-					}
-					d, err := onnxDim(x, off, len(dims))
-					if err != nil {
-						return nil, err
-					}
-					dims = append(dims, d)
-					p += k
-				}
-				off += m
-			default:
-				return nil, wrong("varint")
-			}
-		case tpDataType:
-			if typ != pbwire.VarintType {
-				return nil, wrong("varint")
-			}
-			if haveType {
-				return nil, onnxErr(at, "data_type appears twice")
-			}
-			v, m := pbwire.ConsumeVarint(rest)
-			if m < 0 {
-				return nil, onnxErr(off, "malformed data_type")
-			}
-			if int64(v) < math.MinInt32 || int64(v) > math.MaxInt32 {
-				return nil, onnxErr(off, "data_type %d is out of range", int64(v))
-			}
-			t.DataType, haveType = int32(v), true
-			off += m
-		case tpRawData, tpName, tpSegment, tpStringData, tpExternalData:
-			if typ != pbwire.BytesType {
-				return nil, wrong("length-delimited")
-			}
-			v, m := pbwire.ConsumeBytes(rest)
-			if m < 0 {
-				return nil, onnxErr(at, "field %d: length runs past the end of the file", num)
-			}
-			switch num {
-			case tpRawData:
-				if haveRaw {
-					return nil, onnxErr(at, "raw_data appears twice")
-				}
-				raw, haveRaw, rawOff = v, true, off+m-len(v)
-			case tpName:
-				if !utf8.Valid(v) {
-					return nil, onnxErr(at, "name is not valid UTF-8")
-				}
-				t.Name = string(v)
-			case tpSegment:
-				return nil, onnxErr(at, "segmented tensors (TensorProto.segment) are not supported")
-			case tpStringData:
-				return nil, onnxErr(at, "string_data: STRING tensors have no fixed-size numpy dtype and are not supported")
-			case tpExternalData:
-				loc := externalLocation(v)
-				return nil, onnxErr(at, "the data is stored outside this file (external_data, location %q), which is not supported: load it with onnx and save the tensor with onnx.numpy_helper.from_array", loc)
-			}
-			off += m
-		case tpFloatData, tpInt32Data, tpInt64Data, tpDoubleData, tpUint64Data:
-			f := typed[num]
-			switch typ {
-			case pbwire.BytesType:
-				v, m := pbwire.ConsumeBytes(rest)
-				if m < 0 {
-					return nil, onnxErr(at, "%s: length runs past the end of the file", f.name)
-				}
-				f.spans = append(f.spans, span{v, off + m - len(v)})
-				off += m
-			case f.wire:
-				m := pbwire.ConsumeFieldValue(num, typ, rest)
-				if m < 0 {
-					return nil, onnxErr(off, "malformed %s value", f.name)
-				}
-				f.spans = append(f.spans, span{rest[:m], off})
-				off += m
-			default:
-				return nil, wrong("the type of " + f.name)
-			}
-		case tpDataLocation:
-			if typ != pbwire.VarintType {
-				return nil, wrong("varint")
-			}
-			v, m := pbwire.ConsumeVarint(rest)
-			if m < 0 {
-				return nil, onnxErr(off, "malformed data_location")
-			}
-			if v != 0 {
-				return nil, onnxErr(at, "data_location is EXTERNAL: the data is stored outside this file, which is not supported")
-			}
-			off += m
-		default:
-			// doc_string, metadata_props and fields of newer versions.
-			m := pbwire.ConsumeFieldValue(num, typ, rest)
-			if m < 0 {
-				return nil, onnxErr(at, "malformed field %d (%v); is this an ONNX TensorProto?", num, pbwire.ParseError(m))
-			}
-			off += m
-		}
+		off = f.off + m
 	}
+	return nil
+}
 
-	if !haveType || t.DataType == 0 {
-		return nil, onnxErr(-1, "data_type is missing (UNDEFINED); is this an ONNX TensorProto?")
+// field reads the value of one field and says how many bytes it took.
+func (d *onnxDecoder) field(f onnxField) (int, error) {
+	switch f.num {
+	case tpDims:
+		return d.readDims(f)
+	case tpDataType:
+		return d.readDataType(f)
+	case tpRawData, tpName, tpSegment, tpStringData, tpExternalData:
+		return d.readBytes(f)
+	case tpFloatData, tpInt32Data, tpInt64Data, tpDoubleData, tpUint64Data:
+		return d.readTyped(f)
+	case tpDataLocation:
+		return readDataLocation(f)
+	}
+	// doc_string, metadata_props and fields of newer versions.
+	m := pbwire.ConsumeFieldValue(f.num, f.typ, f.rest)
+	if m < 0 {
+		return 0, onnxErr(f.at, "malformed field %d (%v); is this an ONNX TensorProto?", f.num, pbwire.ParseError(m))
+	}
+	return m, nil
+}
+
+// readDims reads dims, one value or packed (writers use either).
+func (d *onnxDecoder) readDims(f onnxField) (int, error) {
+	switch f.typ {
+	case pbwire.VarintType:
+		v, m := pbwire.ConsumeVarint(f.rest)
+		if m < 0 {
+			return 0, onnxErr(f.off, "malformed dims value")
+		}
+		if err := d.addDim(v, f.off); err != nil {
+			return 0, err
+		}
+		return m, nil
+	case pbwire.BytesType:
+		v, m := pbwire.ConsumeBytes(f.rest)
+		if m < 0 {
+			return 0, onnxErr(f.off, "dims: length runs past the end of the file")
+		}
+		for p := 0; p < len(v); {
+			x, k := pbwire.ConsumeVarint(v[p:])
+			if k < 0 {
+				return 0, onnxErr(f.off, "malformed packed dims")
+			}
+			if err := d.addDim(x, f.off); err != nil {
+				return 0, err
+			}
+			p += k
+		}
+		return m, nil
+	}
+	return 0, f.wrong("varint")
+}
+
+// addDim checks one dimension (onnxDim) and appends it.
+func (d *onnxDecoder) addDim(v uint64, off int) error {
+	x, err := onnxDim(v, off, len(d.dims))
+	if err != nil {
+		return err
+	}
+	d.dims = append(d.dims, x)
+	return nil
+}
+
+// readDataType reads data_type, which must appear once and fit an int32
+// (an enum).
+func (d *onnxDecoder) readDataType(f onnxField) (int, error) {
+	if f.typ != pbwire.VarintType {
+		return 0, f.wrong("varint")
+	}
+	if d.haveType {
+		return 0, onnxErr(f.at, "data_type appears twice")
+	}
+	v, m := pbwire.ConsumeVarint(f.rest)
+	if m < 0 {
+		return 0, onnxErr(f.off, "malformed data_type")
+	}
+	if int64(v) < math.MinInt32 || int64(v) > math.MaxInt32 {
+		return 0, onnxErr(f.off, "data_type %d is out of range", int64(v))
+	}
+	d.t.DataType, d.haveType = int32(v), true
+	return m, nil
+}
+
+// readBytes reads the length-delimited fields: raw_data and name are kept,
+// the others are refused, each with what the user can do instead.
+func (d *onnxDecoder) readBytes(f onnxField) (int, error) {
+	if f.typ != pbwire.BytesType {
+		return 0, f.wrong("length-delimited")
+	}
+	v, m := pbwire.ConsumeBytes(f.rest)
+	if m < 0 {
+		return 0, onnxErr(f.at, "field %d: length runs past the end of the file", f.num)
+	}
+	switch f.num {
+	case tpRawData:
+		if d.haveRaw {
+			return 0, onnxErr(f.at, "raw_data appears twice")
+		}
+		d.raw, d.haveRaw, d.rawOff = v, true, f.off+m-len(v)
+	case tpName:
+		if !utf8.Valid(v) {
+			return 0, onnxErr(f.at, "name is not valid UTF-8")
+		}
+		d.t.Name = string(v)
+	case tpSegment:
+		return 0, onnxErr(f.at, "segmented tensors (TensorProto.segment) are not supported")
+	case tpStringData:
+		return 0, onnxErr(f.at, "string_data: STRING tensors have no fixed-size numpy dtype and are not supported")
+	case tpExternalData:
+		loc := externalLocation(v)
+		return 0, onnxErr(f.at, "the data is stored outside this file (external_data, location %q), which is not supported: load it with onnx and save the tensor with onnx.numpy_helper.from_array", loc)
+	}
+	return m, nil
+}
+
+// readTyped notes where a typed field's values are, packed or one value
+// unpacked; a field may repeat, so each occurrence is a span.
+func (d *onnxDecoder) readTyped(f onnxField) (int, error) {
+	tf := d.typed[f.num]
+	switch f.typ {
+	case pbwire.BytesType:
+		v, m := pbwire.ConsumeBytes(f.rest)
+		if m < 0 {
+			return 0, onnxErr(f.at, "%s: length runs past the end of the file", tf.name)
+		}
+		tf.spans = append(tf.spans, span{v, f.off + m - len(v)})
+		return m, nil
+	case tf.wire:
+		m := pbwire.ConsumeFieldValue(f.num, f.typ, f.rest)
+		if m < 0 {
+			return 0, onnxErr(f.off, "malformed %s value", tf.name)
+		}
+		tf.spans = append(tf.spans, span{f.rest[:m], f.off})
+		return m, nil
+	}
+	return 0, f.wrong("the type of " + tf.name)
+}
+
+// readDataLocation accepts DEFAULT only: EXTERNAL data is in another file.
+func readDataLocation(f onnxField) (int, error) {
+	if f.typ != pbwire.VarintType {
+		return 0, f.wrong("varint")
+	}
+	v, m := pbwire.ConsumeVarint(f.rest)
+	if m < 0 {
+		return 0, onnxErr(f.off, "malformed data_location")
+	}
+	if v != 0 {
+		return 0, onnxErr(f.at, "data_location is EXTERNAL: the data is stored outside this file, which is not supported")
+	}
+	return m, nil
+}
+
+// header checks data_type and dims, once all are read, and sets the
+// tensor's dtype and shape; size is its data's size in bytes.
+func (d *onnxDecoder) header() (info onnxType, size int64, err error) {
+	t := d.t
+	if !d.haveType || t.DataType == 0 {
+		return info, 0, onnxErr(-1, "data_type is missing (UNDEFINED); is this an ONNX TensorProto?")
 	}
 	info, known := onnxTypes[t.DataType]
 	if !known {
-		return nil, onnxErr(-1, "data_type %d is not an ONNX type depthspace knows", t.DataType)
+		return info, 0, onnxErr(-1, "data_type %d is not an ONNX type depthspace knows", t.DataType)
 	}
 	if info.numpy == "" {
-		return nil, onnxErr(-1, "data_type %s has no fixed-size numpy dtype and is not supported", info.name)
+		return info, 0, onnxErr(-1, "data_type %s has no fixed-size numpy dtype and is not supported", info.name)
 	}
 	t.DType = numpyNames[info.numpy]
-	t.Shape = dims
+	t.Shape = d.dims
 	if t.Shape == nil {
 		t.Shape = []int{}
 	}
-	size := t.DataBytes()
+	size = t.DataBytes()
 	if size < 0 || t.Elements() < 0 {
-		return nil, onnxErr(-1, "dims [%s] of %s are too large", ShapeString(dims), info.name)
+		return info, 0, onnxErr(-1, "dims [%s] of %s are too large", ShapeString(d.dims), info.name)
 	}
-	// Which typed field holds this type's values, and how many per element.
-	field, per := pbwire.Number(0), 1
-	switch info.name {
+	return info, size, nil
+}
+
+// valueField is the typed field that holds values of the type named, and
+// how many values make one element.
+func valueField(typeName string) (field pbwire.Number, per int) {
+	field, per = pbwire.Number(0), 1
+	switch typeName {
 	case "FLOAT":
 		field = tpFloatData
 	case "COMPLEX64":
@@ -279,39 +367,51 @@ func DecodeONNX(b []byte) (*ONNXTensor, error) {
 	case "UINT32", "UINT64":
 		field = tpUint64Data
 	}
-	for num, f := range typed {
+	return field, per
+}
+
+// data sets the tensor's data from the one place allowed to hold it:
+// raw_data, or the typed field of its type, and refuses values anywhere
+// else.
+func (d *onnxDecoder) data(info onnxType, size int64) error {
+	field, per := valueField(info.name)
+	for num, f := range d.typed {
 		if num != field && len(f.spans) > 0 {
-			return nil, onnxErr(f.spans[0].off, "%s holds values but data_type is %s", f.name, info.name)
+			return onnxErr(f.spans[0].off, "%s holds values but data_type is %s", f.name, info.name)
 		}
 	}
-	f := typed[field]
+	f := d.typed[field]
 	switch {
-	case haveRaw && len(f.spans) > 0:
-		return nil, onnxErr(f.spans[0].off, "both raw_data and %s hold data", f.name)
-	case haveRaw:
-		if int64(len(raw)) != size {
-			return nil, onnxErr(rawOff, "raw_data has %d bytes but dims [%s] of %s describe %d", len(raw), ShapeString(dims), info.name, size)
+	case d.haveRaw && len(f.spans) > 0:
+		return onnxErr(f.spans[0].off, "both raw_data and %s hold data", f.name)
+	case d.haveRaw:
+		if int64(len(d.raw)) != size {
+			return onnxErr(d.rawOff, "raw_data has %d bytes but dims [%s] of %s describe %d", len(d.raw), ShapeString(d.dims), info.name, size)
 		}
-		t.Data = raw
-		return t, nil
+		d.t.Data = d.raw
+		return nil
 	}
+	return d.typedData(f, info, per, size)
+}
+
+// typedData converts the values of typed field f into the tensor's data,
+// once their count matches dims.
+func (d *onnxDecoder) typedData(f *typedField, info onnxType, per int, size int64) error {
+	t := d.t
 	want := int64(t.Elements()) * int64(per)
 	count, err := f.count()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if count != want {
 		if count == 0 {
-			return nil, onnxErr(-1, "no data: neither raw_data nor %s, but dims [%s] describe %d elements", f.name, ShapeString(dims), t.Elements())
+			return onnxErr(-1, "no data: neither raw_data nor %s, but dims [%s] describe %d elements", f.name, ShapeString(d.dims), t.Elements())
 		}
-		return nil, onnxErr(f.spans[0].off, "%s has %d values but dims [%s] of %s need %d", f.name, count, ShapeString(dims), info.name, want)
+		return onnxErr(f.spans[0].off, "%s has %d values but dims [%s] of %s need %d", f.name, count, ShapeString(d.dims), info.name, want)
 	}
 	// count values are in the file, so size is bounded by the input.
 	t.Data = make([]byte, size)
-	if err := f.decode(t.Data, info.name, t.DType.Size/per); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return f.decode(t.Data, info.name, t.DType.Size/per)
 }
 
 func onnxDim(v uint64, off, i int) (int, error) {
