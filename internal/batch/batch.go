@@ -328,10 +328,7 @@ func (r *runner) transform(it item, threads int, counted *atomic.Int64) (rec Rec
 		return rec, err
 	}
 	rec.InShape, rec.OutShape, rec.DType, rec.Bytes, rec.Status = res.InShape, res.OutShape, res.DType, res.Bytes, StatusOK
-	// The output is complete and in place: its size is what was written.
-	if fi, err := os.Stat(it.output); err == nil && fi.Mode().IsRegular() {
-		rec.Written = fi.Size()
-	}
+	rec.Written = outputSize(it.output)
 	return rec, nil
 }
 
@@ -385,6 +382,22 @@ func errorText(err error, input string) string {
 		return pe.Err.Error()
 	}
 	return err.Error()
+}
+
+// outputSize is the size of a complete output, in place: what was
+// written (an object's from one HEAD); 0 if it cannot be known.
+func outputSize(name string) int64 {
+	if isObject(name) {
+		_, size, err := fileio.Head(name, 0)
+		if err != nil {
+			return 0
+		}
+		return size
+	}
+	if fi, err := os.Stat(name); err == nil && fi.Mode().IsRegular() {
+		return fi.Size()
+	}
+	return 0
 }
 
 // exists says whether a complete output is already there: outputs are
