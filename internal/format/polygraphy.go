@@ -1011,8 +1011,14 @@ var pgDec [4][256]uint32
 
 const pgBad = 1 << 24
 
+// pgEnc2 maps 12 bits to their two base64 characters.
+var pgEnc2 [4096]uint16
+
 func init() {
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	for v := range pgEnc2 {
+		pgEnc2[v] = uint16(alphabet[v>>6])<<8 | uint16(alphabet[v&63])
+	}
 	for k := range pgDec {
 		for c := range pgDec[k] {
 			pgDec[k][c] = pgBad
@@ -1074,6 +1080,24 @@ func (a *pgArray) decode(dst, s []byte, at int64, final bool) (int, error) {
 		n += m
 	}
 	return n, nil
+}
+
+// pgEncode encodes src (a whole number of 3-byte groups) into dst
+// (len(src)/3*4), as encoding/base64 does but 6 bytes at a time through
+// pgEnc2 (about 1.8x its speed on this machine: 1.1-1.3 against
+// 0.6-0.7 GB/s, benchmarked in turn on a loaded host).
+func pgEncode(dst, src []byte) {
+	i, j := 0, 0
+	for ; i+8 <= len(src) && j+8 <= len(dst); i, j = i+6, j+8 {
+		v := binary.BigEndian.Uint64(src[i:]) // the top 48 bits are the 6 bytes
+		binary.BigEndian.PutUint64(dst[j:], uint64(pgEnc2[v>>52])<<48|uint64(pgEnc2[v>>40&0xfff])<<32|
+			uint64(pgEnc2[v>>28&0xfff])<<16|uint64(pgEnc2[v>>16&0xfff]))
+	}
+	for ; i+3 <= len(src); i, j = i+3, j+4 {
+		v := uint32(src[i])<<16 | uint32(src[i+1])<<8 | uint32(src[i+2])
+		binary.BigEndian.PutUint16(dst[j:], pgEnc2[v>>12])
+		binary.BigEndian.PutUint16(dst[j+2:], pgEnc2[v&0xfff])
+	}
 }
 
 func (a *pgArray) badChar(c byte, at int64) error {
@@ -1545,7 +1569,7 @@ func (e *pgEncoder) Write(p []byte) (int, error) {
 	}
 	for len(p) >= 3 {
 		k := min(len(p)/3*3, pgEncBlock)
-		base64.StdEncoding.Encode(e.out, p[:k])
+		pgEncode(e.out[:k/3*4], p[:k])
 		if _, err := e.w.Write(e.out[:k/3*4]); err != nil {
 			return 0, err
 		}
