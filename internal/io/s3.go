@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"sync"
 
 	"github.com/depthspace/depthspace/internal/objstore"
@@ -21,8 +22,14 @@ import (
 // IsObject says whether a path names an object (s3://…).
 func IsObject(name string) bool { return objstore.IsURL(name) }
 
-// openObject downloads the object name into a scratch file and opens
-// that as the input.
+// smallObject: an object up to this size is read into memory (a reused
+// buffer, like a small file) by its first GET; a larger one goes to a
+// scratch file.
+const smallObject = 8 << 20
+
+// openObject reads the object name: its first smallObject bytes and its
+// size with one ranged GET (no HEAD first); the rest, if any, by
+// parallel ranged GETs into a scratch file that is then opened as a file.
 func openObject(name string) (*Input, error) {
 	u, err := objstore.ParseURL(name)
 	if err != nil {
@@ -36,36 +43,43 @@ func openObject(name string) (*Input, error) {
 		return nil, err
 	}
 	ctx := context.Background()
-	info, err := s.Stat(ctx, u)
+	first := GetBuffer(smallObject)
+	n, size, err := s.ReadFirst(ctx, u, first)
 	if err != nil {
+		PutBuffer(first)
 		return nil, err
+	}
+	if int64(n) == size {
+		return &Input{Name: name, Data: first[:n], pooled: true}, nil
 	}
 	f, err := Scratch()
-	if err != nil {
-		return nil, err
-	}
-	if info.Size >= smallReserve {
+	if err == nil {
 		// Blocks first: a full TMPDIR fails before the transfer.
-		if err := fallocate(f, 0, info.Size); err != nil {
-			f.Close()
-			return nil, unwrapPath(err)
+		err = fallocate(f, 0, size)
+		if err == nil {
+			_, err = f.WriteAt(first[:n], 0)
 		}
 	}
-	if err := s.Download(ctx, u, f, info.Size); err != nil {
-		f.Close()
-		return nil, err
+	PutBuffer(first)
+	if err == nil {
+		err = s.Download(ctx, u, f, int64(n), size)
 	}
-	fi, err := f.Stat()
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = f.Stat()
+	}
 	if err != nil {
-		f.Close()
-		return nil, err
+		if f != nil {
+			f.Close()
+		}
+		return nil, unwrapPath(err)
 	}
 	return openFile(name, f, fi, 0)
 }
 
 // Head is the start of an input and its size, without reading the rest:
-// for a file a positioned read, for an object one HEAD and one ranged
-// GET of at most n bytes (info reads an npy header this way).
+// for a file a positioned read, for an object one ranged GET of at most
+// n bytes (info reads an npy header this way).
 func Head(name string, n int64) (head []byte, size int64, err error) {
 	if !IsObject(name) {
 		f, err := openRead(name)
@@ -94,18 +108,12 @@ func Head(name string, n int64) (head []byte, size int64, err error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	ctx := context.Background()
-	info, err := s.Stat(ctx, u)
+	head = make([]byte, n)
+	got, size, err := s.ReadFirst(context.Background(), u, head)
 	if err != nil {
 		return nil, 0, err
 	}
-	head = make([]byte, min(info.Size, n))
-	if len(head) > 0 {
-		if err := s.ReadRange(ctx, u, head, 0); err != nil {
-			return nil, 0, err
-		}
-	}
-	return head, info.Size, nil
+	return head[:got], size, nil
 }
 
 // createObject starts an output that Commit uploads as the object name.
@@ -167,7 +175,6 @@ func ObjectExists(name string) (bool, error) {
 	}
 	return s.Exists(context.Background(), u)
 }
-
 
 // ObjectIsDir says whether an s3:// path is walked like a directory: a
 // prefix (s3://B/P/, s3://B), or s3://B/P where no object P exists but

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -164,20 +165,35 @@ func (s *Store) Exists(ctx context.Context, u URL) (bool, error) {
 	return false, s.describe(err)
 }
 
-// ReadRange reads len(p) bytes of the object from off (one ranged GET,
-// retried as a whole if the body breaks off).
-func (s *Store) ReadRange(ctx context.Context, u URL, p []byte, off int64) error {
-	return s.getRange(ctx, u, off, int64(len(p)), func(r io.Reader) error {
-		_, err := io.ReadFull(r, p)
+// ReadFirst reads the object's first bytes into p (all of p, or the
+// whole object if it is shorter) and says how many, and the object's
+// size: one ranged GET, no HEAD first (the size is in its Content-Range).
+func (s *Store) ReadFirst(ctx context.Context, u URL, p []byte) (n int, size int64, err error) {
+	if len(p) == 0 {
+		info, err := s.Stat(ctx, u)
+		return 0, info.Size, err
+	}
+	err = s.getRange(ctx, u, 0, int64(len(p)), func(r io.Reader, total int64) error {
+		size = total
+		var err error
+		n, err = io.ReadFull(r, p[:min(int64(len(p)), total)])
 		return err
 	})
+	if r := minio.ToErrorResponse(rootCause(err)); r.StatusCode == http.StatusRequestedRangeNotSatisfiable {
+		// An empty object has no byte 0.
+		info, err := s.Stat(ctx, u)
+		return 0, info.Size, err
+	}
+	return n, size, err
 }
 
-// getRange GETs bytes [off, off+n) and hands the body to read. A body
+// getRange GETs bytes [off, off+n) and hands the body to read, with the
+// object's size (from Content-Range; the body is shorter than n when the
+// object ends before off+n). A body
 // that breaks off (a reset, a server gone mid-transfer) is asked for
 // again, from the start of the range, up to retries times with backoff;
 // read must start over each time (ranges written by position do).
-func (s *Store) getRange(ctx context.Context, u URL, off, n int64, read func(io.Reader) error) error {
+func (s *Store) getRange(ctx context.Context, u URL, off, n int64, read func(r io.Reader, size int64) error) error {
 	var err error
 	for try := 0; ; try++ {
 		opts := minio.GetObjectOptions{}
@@ -185,12 +201,18 @@ func (s *Store) getRange(ctx context.Context, u URL, off, n int64, read func(io.
 			return err
 		}
 		var body io.ReadCloser
-		body, _, _, err = s.core.GetObject(ctx, u.Bucket, u.Key, opts)
+		var h http.Header
+		body, _, h, err = s.core.GetObject(ctx, u.Bucket, u.Key, opts)
 		if err != nil {
 			// minio-go retried what could be retried.
 			return s.describe(err)
 		}
-		err = read(io.LimitReader(body, n))
+		size, ok := contentRangeSize(h.Get("Content-Range"))
+		if !ok {
+			body.Close()
+			return fmt.Errorf("the server sent no usable Content-Range for a ranged GET (%q)", h.Get("Content-Range"))
+		}
+		err = read(io.LimitReader(body, n), size)
 		body.Close()
 		if err == nil || ctx.Err() != nil || try >= retries {
 			break
@@ -204,6 +226,16 @@ func (s *Store) getRange(ctx context.Context, u URL, off, n int64, read func(io.
 		return fmt.Errorf("the server sent fewer bytes than the object has (changed while read?)")
 	}
 	return s.describe(err)
+}
+
+// contentRangeSize is the object's size in "bytes FIRST-LAST/SIZE".
+func contentRangeSize(cr string) (int64, bool) {
+	_, total, ok := strings.Cut(cr, "/")
+	if !ok || !strings.HasPrefix(cr, "bytes ") {
+		return 0, false
+	}
+	size, err := strconv.ParseInt(total, 10, 64)
+	return size, err == nil && size >= 0
 }
 
 func backoff(try int) time.Duration {

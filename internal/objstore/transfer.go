@@ -75,16 +75,17 @@ var (
 	streams        = 8
 )
 
-// Download copies the object (of the given size, from Stat) into f from
-// offset 0 by ranged GETs, up to streams at once, each written by
-// position through a small buffer: memory does not grow with the object.
-func (s *Store) Download(ctx context.Context, u URL, f *os.File, size int64) error {
-	if size == 0 {
+// Download copies bytes [from, size) of the object (of the given size)
+// into f at the same offsets by ranged GETs, up to streams at once, each
+// written by position through a small buffer: memory does not grow with
+// the object.
+func (s *Store) Download(ctx context.Context, u URL, f *os.File, from, size int64) error {
+	if size <= from {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	parts := int((size + partSize - 1) / partSize)
+	parts := int((size - from + partSize - 1) / partSize)
 	var next atomic.Int64
 	var first error
 	var once sync.Once
@@ -99,9 +100,9 @@ func (s *Store) Download(ctx context.Context, u URL, f *os.File, size int64) err
 				if i >= int64(parts) || ctx.Err() != nil {
 					return
 				}
-				off := i * partSize
+				off := from + i*partSize
 				n := min(partSize, size-off)
-				err := s.getRange(ctx, u, off, n, func(r io.Reader) error {
+				err := s.getRange(ctx, u, off, n, func(r io.Reader, _ int64) error {
 					w := io.NewOffsetWriter(f, off)
 					got, err := io.CopyBuffer(w, r, buf)
 					if err == nil && got < n {
@@ -184,18 +185,22 @@ func (s *Store) Upload(ctx context.Context, u URL, f *os.File, size int64) error
 }
 
 func (s *Store) putOptions() minio.PutObjectOptions {
-	return minio.PutObjectOptions{ContentType: "application/octet-stream"}
+	return minio.PutObjectOptions{ContentType: "application/octet-stream", DisableContentSha256: true}
 }
 
+// Bodies are sent UNSIGNED-PAYLOAD (the headers are signed), with a
+// CRC32C trailer where the server takes one: SigV4's streaming payload
+// signature hashes every byte with SHA-256 on both sides, which cost the
+// batch of 100 × 3 MiB objects about half of its CPU time here.
 func (s *Store) partOptions() minio.PutObjectPartOptions {
-	return minio.PutObjectPartOptions{}
+	return minio.PutObjectPartOptions{DisableContentSha256: true}
 }
 
 // An upload in flight, known to AbortAll.
 type upload struct {
-	s        *Store
-	u        URL
-	id       string
+	s  *Store
+	u  URL
+	id string
 }
 
 var (
