@@ -279,135 +279,201 @@ func axisNames(k int) []string {
 func NewPlan(req Request, in []int, elemSize int, fortran bool) (*Plan, error) {
 	userIn := in
 	in, lead, trail := req.Layout.normalize(req.Op, in)
-	rank := len(in)
-	if rank < 3 {
-		need := map[Layout]string{NCHW: "at least 3 axes (batch, channel and one spatial axis)", NHWC: "at least 3 axes (batch, one spatial axis and channel)",
-			CHW: "at least 2 axes (channel and one spatial axis)", HWC: "at least 2 axes (one spatial axis and channel)", HW: "at least 1 spatial axis"}[req.Layout]
-		if req.Layout == HW && req.Op == DepthToSpace {
-			need = "at least 2 axes (one spatial axis and the depth channels, as hwc)"
-		}
-		hint := ""
-		if req.Layout == NCHW || req.Layout == NHWC {
-			hint = "; without a batch axis use --layout chw or hwc, for a bare [H, W] --layout hw"
-		}
-		return nil, fmt.Errorf("rank %d tensor %v: %s needs %s%s", len(userIn), shapeString(userIn), req.Op, need, hint)
+	if len(in) < 3 {
+		return nil, rankError(req, userIn)
 	}
-	k := rank - 2
+	k := len(in) - 2
 	blocks, err := expandBlock(req.Block, k)
 	if err != nil {
 		return nil, err
 	}
-	if elemSize < 1 {
-		return nil, fmt.Errorf("element size %d", elemSize)
-	}
-	for i, d := range in {
-		if d < 0 {
-			return nil, fmt.Errorf("dimension %d of shape %v is negative", i, shapeString(in))
-		}
-	}
-	total, ok := checkedProduct(in)
-	if !ok || total > math.MaxInt/elemSize {
-		return nil, fmt.Errorf("shape %v of %d-byte elements is too large", shapeString(in), elemSize)
+	total, err := checkShape(in, elemSize)
+	if err != nil {
+		return nil, err
 	}
 	bTotal, ok := checkedProduct(blocks)
 	if !ok {
 		return nil, fmt.Errorf("block %s: the product of the block edges overflows", Block(blocks))
 	}
-
-	p := &Plan{Request: req, Blocks: blocks, In: append([]int(nil), userIn...), ElemSize: elemSize, items: in[0]}
-	names := axisNames(k)
-	chAxis, spAxis := 1, 2 // positions of the channel and first spatial axis
-	if req.Layout.channelsLast() {
-		chAxis, spAxis = rank-1, 1
-	}
 	if err := req.checkEdges(k); err != nil {
 		return nil, err
 	}
-	out := append([]int(nil), in...)
-	space := append([]int(nil), in...) // the space tensor as the gather sees it
-	switch req.Op {
-	case SpaceToDepth:
-		for i := 0; i < k; i++ {
-			s := in[spAxis+i]
-			if r := s % blocks[i]; r != 0 {
-				switch {
-				case req.Crop:
-					s -= r
-				case req.Pad != PadNone:
-					s += blocks[i] - r
-				default:
-					return nil, fmt.Errorf("%s %d is not divisible by block %d", names[i], s, blocks[i])
-				}
-			}
-			out[spAxis+i] = s / blocks[i]
-			space[spAxis+i] = s
-		}
-		c, ok := mulOK(in[chAxis], bTotal)
-		if !ok {
-			return nil, fmt.Errorf("channels %d times block %d overflows", in[chAxis], bTotal)
-		}
-		out[chAxis] = c
-	case DepthToSpace:
-		if in[chAxis]%bTotal != 0 {
-			return nil, fmt.Errorf("channels %d is not divisible by %d (block %s)", in[chAxis], bTotal, Block(blocks))
-		}
-		out[chAxis] = in[chAxis] / bTotal
-		for i := 0; i < k; i++ {
-			s, ok := mulOK(in[spAxis+i], blocks[i])
-			if !ok {
-				return nil, fmt.Errorf("%s %d times block %d overflows", names[i], in[spAxis+i], blocks[i])
-			}
-			out[spAxis+i] = s
-		}
-		space = append([]int(nil), out...)
-		if req.CropTo != nil {
-			if len(req.CropTo) != k {
-				return nil, fmt.Errorf("--crop-to %s has %d sizes but the tensor has %d spatial axes", sizesString(req.CropTo), len(req.CropTo), k)
-			}
-			for i, d := range req.CropTo {
-				if d > out[spAxis+i] {
-					return nil, fmt.Errorf("--crop-to %s: %s %d is larger than the output's %d", sizesString(req.CropTo), names[i], d, out[spAxis+i])
-				}
-				out[spAxis+i] = d
-			}
-		}
-	default:
-		return nil, fmt.Errorf("unknown operation %d", req.Op)
+	out, space, err := req.shapes(in, blocks, bTotal)
+	if err != nil {
+		return nil, err
 	}
 	if t, ok := checkedProduct(out); !ok || (t != total && !req.changesSize()) {
 		return nil, fmt.Errorf("output shape %v overflows", shapeString(out))
 	}
-	// The user's output shape: HW's space side drops the channel axis of
-	// extent 1 (depth-to-space); its depth side keeps it (space-to-depth).
-	p.Out = out[lead:]
-	if req.Op == DepthToSpace {
-		p.Out = out[lead : len(out)-trail-boolInt(req.Layout == HW)]
-	}
-	p.Out = append([]int(nil), p.Out...)
-	p.normIn, p.normOut = in, out
-	if req.Op == SpaceToDepth {
-		p.dims, p.stride, p.isBlock, p.role = gatherForm(req, blocks, space, out, denseStrides(in, fortran))
-	} else {
-		p.dims, p.stride, p.isBlock, p.role = gatherForm(req, blocks, in, space, denseStrides(in, fortran))
-	}
-	p.fortran = fortran
+	p := &Plan{Request: req, Blocks: blocks, In: append([]int(nil), userIn...), Out: userOut(req, out, lead, trail),
+		ElemSize: elemSize, items: in[0], normIn: in, normOut: out, fortran: fortran}
+	p.setGather(space)
 	if req.changesSize() {
 		if err := p.planEdges(in, out, space); err != nil {
 			return nil, err
 		}
 	}
-	perm, err := req.BlockOrder.Offsets(blocks)
-	if err != nil {
+	if err := p.setBlockOrder(); err != nil {
 		return nil, err
 	}
-	p.groupInput = req.Op == DepthToSpace
+	return p, nil
+}
+
+// rankError says how many axes the layout needs, and for the batched
+// layouts how to do without a batch axis: a bare image is the usual cause.
+func rankError(req Request, userIn []int) error {
+	need := map[Layout]string{NCHW: "at least 3 axes (batch, channel and one spatial axis)", NHWC: "at least 3 axes (batch, one spatial axis and channel)",
+		CHW: "at least 2 axes (channel and one spatial axis)", HWC: "at least 2 axes (one spatial axis and channel)", HW: "at least 1 spatial axis"}[req.Layout]
+	if req.Layout == HW && req.Op == DepthToSpace {
+		need = "at least 2 axes (one spatial axis and the depth channels, as hwc)"
+	}
+	hint := ""
+	if req.Layout == NCHW || req.Layout == NHWC {
+		hint = "; without a batch axis use --layout chw or hwc, for a bare [H, W] --layout hw"
+	}
+	return fmt.Errorf("rank %d tensor %v: %s needs %s%s", len(userIn), shapeString(userIn), req.Op, need, hint)
+}
+
+// checkShape refuses what no plan can hold: elements of no size, negative
+// dimensions, and tensors whose byte size overflows an int. total is the
+// number of elements.
+func checkShape(in []int, elemSize int) (total int, err error) {
+	if elemSize < 1 {
+		return 0, fmt.Errorf("element size %d", elemSize)
+	}
+	for i, d := range in {
+		if d < 0 {
+			return 0, fmt.Errorf("dimension %d of shape %v is negative", i, shapeString(in))
+		}
+	}
+	total, ok := checkedProduct(in)
+	if !ok || total > math.MaxInt/elemSize {
+		return 0, fmt.Errorf("shape %v of %d-byte elements is too large", shapeString(in), elemSize)
+	}
+	return total, nil
+}
+
+// axes is where a normalized shape has its channel axis and its first
+// spatial axis.
+func (l Layout) axes(rank int) (ch, sp int) {
+	if l.channelsLast() {
+		return rank - 1, 1
+	}
+	return 1, 2
+}
+
+// shapes computes the normalized output shape and the space tensor as
+// the gather sees it: the side whose spatial axes are whole blocks (the
+// input after a crop or pad, the output before --crop-to).
+func (req Request) shapes(in, blocks []int, bTotal int) (out, space []int, err error) {
+	switch req.Op {
+	case SpaceToDepth:
+		return req.s2dShapes(in, blocks, bTotal)
+	case DepthToSpace:
+		return req.d2sShapes(in, blocks, bTotal)
+	}
+	return nil, nil, fmt.Errorf("unknown operation %d", req.Op)
+}
+
+// s2dShapes divides each spatial axis by its block, cropping or padding
+// it to whole blocks if asked, and multiplies the channels by the block.
+func (req Request) s2dShapes(in, blocks []int, bTotal int) (out, space []int, err error) {
+	chAxis, spAxis := req.Layout.axes(len(in))
+	names := axisNames(len(in) - 2)
+	out = append([]int(nil), in...)
+	space = append([]int(nil), in...)
+	for i := range names {
+		s := in[spAxis+i]
+		if r := s % blocks[i]; r != 0 {
+			switch {
+			case req.Crop:
+				s -= r
+			case req.Pad != PadNone:
+				s += blocks[i] - r
+			default:
+				return nil, nil, fmt.Errorf("%s %d is not divisible by block %d", names[i], s, blocks[i])
+			}
+		}
+		out[spAxis+i] = s / blocks[i]
+		space[spAxis+i] = s
+	}
+	c, ok := mulOK(in[chAxis], bTotal)
+	if !ok {
+		return nil, nil, fmt.Errorf("channels %d times block %d overflows", in[chAxis], bTotal)
+	}
+	out[chAxis] = c
+	return out, space, nil
+}
+
+// d2sShapes divides the channels by the block and multiplies each spatial
+// axis by its block, then cuts them to --crop-to.
+func (req Request) d2sShapes(in, blocks []int, bTotal int) (out, space []int, err error) {
+	chAxis, spAxis := req.Layout.axes(len(in))
+	names := axisNames(len(in) - 2)
+	out = append([]int(nil), in...)
+	if in[chAxis]%bTotal != 0 {
+		return nil, nil, fmt.Errorf("channels %d is not divisible by %d (block %s)", in[chAxis], bTotal, Block(blocks))
+	}
+	out[chAxis] = in[chAxis] / bTotal
+	for i := range names {
+		s, ok := mulOK(in[spAxis+i], blocks[i])
+		if !ok {
+			return nil, nil, fmt.Errorf("%s %d times block %d overflows", names[i], in[spAxis+i], blocks[i])
+		}
+		out[spAxis+i] = s
+	}
+	space = append([]int(nil), out...)
+	if req.CropTo != nil {
+		if len(req.CropTo) != len(names) {
+			return nil, nil, fmt.Errorf("--crop-to %s has %d sizes but the tensor has %d spatial axes", sizesString(req.CropTo), len(req.CropTo), len(names))
+		}
+		for i, d := range req.CropTo {
+			if d > out[spAxis+i] {
+				return nil, nil, fmt.Errorf("--crop-to %s: %s %d is larger than the output's %d", sizesString(req.CropTo), names[i], d, out[spAxis+i])
+			}
+			out[spAxis+i] = d
+		}
+	}
+	return out, space, nil
+}
+
+// userOut is the output shape as the user's layout has it: the axes that
+// normalize added are dropped, and HW's space side drops the channel axis
+// of extent 1 (depth-to-space); its depth side keeps it (space-to-depth).
+func userOut(req Request, out []int, lead, trail int) []int {
+	u := out[lead:]
+	if req.Op == DepthToSpace {
+		u = out[lead : len(out)-trail-boolInt(req.Layout == HW)]
+	}
+	return append([]int(nil), u...)
+}
+
+// setGather computes the gather form from the normalized shapes, with the
+// space tensor on the side the operation has it.
+func (p *Plan) setGather(space []int) {
+	st := denseStrides(p.normIn, p.fortran)
+	if p.Op == SpaceToDepth {
+		p.dims, p.stride, p.isBlock, p.role = gatherForm(p.Request, p.Blocks, space, p.normOut, st)
+	} else {
+		p.dims, p.stride, p.isBlock, p.role = gatherForm(p.Request, p.Blocks, p.normIn, space, st)
+	}
+}
+
+// setBlockOrder keeps the inverse of a block order other than row-major
+// (blockorder.go), read on the input's groups for depth-to-space.
+func (p *Plan) setBlockOrder() error {
+	perm, err := p.BlockOrder.Offsets(p.Blocks)
+	if err != nil {
+		return err
+	}
+	p.groupInput = p.Op == DepthToSpace
 	if !isIdentity(perm) {
 		p.pinv = make([]int, len(perm))
 		for j, kk := range perm {
 			p.pinv[kk] = j
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // NewCopy plans the identity on a tensor: a C-order copy, which for a
