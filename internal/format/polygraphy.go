@@ -1157,6 +1157,77 @@ func (a *pgArray) Inflate(w io.Writer) error {
 	return nil
 }
 
+// lazy is the member's Lazy: the array itself, which also reads its data
+// at any offset (io.ReaderAt), or, for text with JSON escapes (whose
+// characters are not where their position says), a Lazy without ReadAt.
+func (a *pgArray) lazy() Lazy {
+	if a.esc {
+		return pgEscaped{a}
+	}
+	return a
+}
+
+type pgEscaped struct{ a *pgArray }
+
+func (e pgEscaped) Inflate(w io.Writer) error    { return e.a.Inflate(w) }
+func (e pgEscaped) InflateData() ([]byte, error) { return e.a.InflateData() }
+
+// pgBufs are ReadAt's buffers: a piece of text and its decoded bytes.
+var pgBufs = sync.Pool{New: func() any { return new([pgChunk + pgChunk/4*3]byte) }}
+
+// ReadAt reads the member's element data at off without decoding what
+// comes before (io.ReaderAt): base64 is 4 characters per 3 bytes, so the
+// bytes of [off, off+len(p)) are decoded from the groups that hold them,
+// read from the file by position (or the mapping), checked as Inflate
+// checks them. A job can then read a member's data in chunks like a file
+// input, from any number of goroutines, with no scratch copy.
+func (a *pgArray) ReadAt(p []byte, off int64) (int, error) {
+	size := a.npy.DataBytes()
+	if off < 0 {
+		return 0, pgErr(a.name, "internal error: negative offset %d", off)
+	}
+	want := p
+	if off >= size {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > size-off {
+		want = p[:size-off]
+	}
+	bufs := pgBufs.Get().(*[pgChunk + pgChunk/4*3]byte)
+	defer pgBufs.Put(bufs)
+	text, dec := bufs[:pgChunk], bufs[pgChunk:]
+	n := 0
+	for n < len(want) {
+		s := a.npy.DataOffset + off + int64(n) // in the decoded npy file
+		k := min(len(want)-n, len(dec)-3)
+		g0, g1 := s/3, (s+int64(k)+2)/3 // the groups holding [s, s+k)
+		t := text[:(g1-g0)*4]
+		if a.file != nil {
+			if r, err := a.file.ReadAt(t, a.textOff+g0*4); r < len(t) {
+				return n, pgErr(a.name, "reading the file: %v", err)
+			}
+		} else {
+			copy(t, a.text[g0*4:g1*4])
+		}
+		m, err := a.decode(dec, t, g0*4, g1*4 == a.length)
+		if err != nil {
+			return n, err
+		}
+		lo := int(s - g0*3)
+		if lo+k > m {
+			return n, pgErr(a.name, "internal error: decoded %d bytes of group %d, need %d", m, g0, lo+k)
+		}
+		n += copy(want[n:], dec[lo:lo+k])
+	}
+	if len(want) < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
 // InflateData is Inflate into memory.
 func (a *pgArray) InflateData() ([]byte, error) {
 	data := make([]byte, a.npy.DataBytes())
@@ -1189,7 +1260,7 @@ func openPolygraphy(b []byte, opt OpenOptions) (*Archive, error) {
 	a := &Archive{Meta: meta, Members: make([]Member, len(arrays))}
 	for i, arr := range arrays {
 		npy := arr.npy
-		a.Members[i] = Member{Name: arr.name, Header: npy.Header, Npy: &npy, Lazy: arr}
+		a.Members[i] = Member{Name: arr.name, Header: npy.Header, Npy: &npy, Lazy: arr.lazy()}
 	}
 	if opt.Deferred {
 		return a, nil

@@ -500,6 +500,12 @@ func FuzzPolygraphy(f *testing.F) {
 			if int64(len(data)) != m.Header.DataBytes() {
 				t.Fatalf("member %q: %d bytes, header says %d", m.Name, len(data), m.Header.DataBytes())
 			}
+			if ra, ok := m.Lazy.(io.ReaderAt); ok && len(data) > 0 {
+				p := make([]byte, len(data)-len(data)/3)
+				if n, err := ra.ReadAt(p, int64(len(data)/3)); n != len(p) || err != nil || !bytes.Equal(p, data[len(data)/3:]) {
+					t.Fatalf("member %q: ReadAt: %d, %v", m.Name, n, err)
+				}
+			}
 			datas[i] = data
 		}
 		if eerr != nil {
@@ -595,5 +601,49 @@ func TestPolygraphyBase64(t *testing.T) {
 				t.Fatalf("decode of %d bytes: %v", len(in), err)
 			}
 		}
+	}
+}
+
+// TestPolygraphyReadAt: a member's data read at any offset and length
+// (through the file or the mapping) are those Inflate gives; text with
+// escapes gives a Lazy without ReadAt; invalid text is an error there too.
+func TestPolygraphyReadAt(t *testing.T) {
+	data := make([]byte, 200_003)
+	for i := range data {
+		data[i] = byte(i*29 + i>>7)
+	}
+	for pad := 0; pad < 3; pad++ {
+		h := fmt.Sprintf("{'descr': '|u1', 'fortran_order': False, 'shape': (%d,), }%s\n", len(data), strings.Repeat(" ", pad))
+		b := pgFile(`"x": ` + pgArrayText(pgNpy(h, data)))
+		for _, file := range []io.ReaderAt{nil, bytes.NewReader(b)} {
+			ar, err := openPolygraphy(b, OpenOptions{File: file, Deferred: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ra, ok := ar.Members[0].Lazy.(io.ReaderAt)
+			if !ok {
+				t.Fatal("no ReadAt")
+			}
+			for _, r := range [][2]int{{0, 1}, {0, len(data)}, {1, 2}, {2, 100_000}, {99_999, 3}, {len(data) - 1, 1}, {len(data) - 5, 5}, {5, 70_000}, {len(data) - 70_001, 70_001}} {
+				p := make([]byte, r[1])
+				n, err := ra.ReadAt(p, int64(r[0]))
+				if n != r[1] || err != nil || !bytes.Equal(p, data[r[0]:r[0]+r[1]]) {
+					t.Fatalf("pad %d ReadAt(%d, %d): %d, %v", pad, r[0], r[1], n, err)
+				}
+			}
+			p := make([]byte, 10)
+			if n, err := ra.ReadAt(p, int64(len(data)-4)); n != 4 || err != io.EOF || !bytes.Equal(p[:4], data[len(data)-4:]) {
+				t.Fatalf("ReadAt past the end: %d, %v", n, err)
+			}
+		}
+	}
+	esc := pgOpen(t, pgFile(`"x": {"array": "`+strings.ReplaceAll(base64.StdEncoding.EncodeToString(pgNpy(pgF4, []byte{0xff, 0xff, 0xff, 0xfc, 1, 2, 3, 4})), "/", `\/`)+`", "polygraphy_class": "ndarray"}`), true)
+	if _, ok := esc.Members[0].Lazy.(io.ReaderAt); ok {
+		t.Error("escaped text has ReadAt")
+	}
+	goodText := base64.StdEncoding.EncodeToString(pgNpy(pgF4, make([]byte, 8)))
+	bad := pgOpen(t, pgFile(`"out0": {"array": "`+goodText[:len(goodText)-8]+`!!!!`+goodText[len(goodText)-4:]+`", "polygraphy_class": "ndarray"}`), true)
+	if _, err := bad.Members[0].Lazy.(io.ReaderAt).ReadAt(make([]byte, 8), 0); err == nil || !strings.Contains(err.Error(), `"out0": invalid base64 at character`) {
+		t.Errorf("invalid text: %v", err)
 	}
 }
