@@ -626,6 +626,9 @@ func handleSignals() {
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	go func() {
 		sig := <-ch
+		for sig == syscall.SIGPIPE && objectsUsed.Load() {
+			sig = <-ch // a server's connection broke (s3.go): an error, not an exit
+		}
 		createMu.Lock() // held until exit: no temp file in the making, and no new one
 		tempMu.Lock()
 		for name := range temps {

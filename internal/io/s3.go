@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/depthspace/depthspace/internal/objstore"
 )
@@ -38,7 +39,7 @@ func openObject(name string) (*Input, error) {
 	if u.IsPrefix() {
 		return nil, errors.New("is a prefix (a directory of objects), not a tensor object")
 	}
-	s, err := objstore.Default()
+	s, err := defaultStore()
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +105,7 @@ func Head(name string, n int64) (head []byte, size int64, err error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	s, err := objstore.Default()
+	s, err := defaultStore()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -125,7 +126,7 @@ func createObject(name string) (*Output, error) {
 	if u.IsPrefix() {
 		return nil, errors.New("names a prefix (ends in /), not an object")
 	}
-	if _, err := objstore.Default(); err != nil {
+	if _, err := defaultStore(); err != nil {
 		return nil, err
 	}
 	uploadsStarted.Do(func() { abortUploads = objstore.AbortAll })
@@ -138,6 +139,17 @@ func createObject(name string) (*Output, error) {
 }
 
 var uploadsStarted sync.Once
+
+// objectsUsed: this run talks to a server. With the signal handler
+// notified of SIGPIPE (for standard output), Go delivers it for a write
+// to any descriptor, a server's broken connection too; the handler then
+// ignores it, and the write's EPIPE is reported as the request's error.
+var objectsUsed atomic.Bool
+
+func defaultStore() (*objstore.Store, error) {
+	objectsUsed.Store(true)
+	return objstore.Default()
+}
 
 // abortUploads is called by the signal handler before the process exits:
 // objstore.AbortAll once an object output was made.
@@ -155,7 +167,7 @@ func (o *Output) commitObject(err error) error {
 		return unwrapPath(err)
 	}
 	u, _ := objstore.ParseURL(o.Name) // checked by createObject
-	s, err := objstore.Default()
+	s, err := defaultStore()
 	if err != nil {
 		return err
 	}
@@ -169,7 +181,7 @@ func ObjectExists(name string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	s, err := objstore.Default()
+	s, err := defaultStore()
 	if err != nil {
 		return false, err
 	}
@@ -187,7 +199,7 @@ func ObjectIsDir(name string) bool {
 	if u.IsPrefix() {
 		return true
 	}
-	s, err := objstore.Default()
+	s, err := defaultStore()
 	if err != nil {
 		return false
 	}

@@ -133,6 +133,7 @@ func (s *Store) Upload(ctx context.Context, u URL, f *os.File, size int64) error
 		_, err := s.core.PutObject(ctx, u.Bucket, u.Key, io.NewSectionReader(f, 0, size), size, "", "", s.putOptions())
 		return s.describe(err)
 	}
+	started := time.Now()
 	up, err := s.begin(ctx, u)
 	if err != nil {
 		return err
@@ -181,7 +182,25 @@ func (s *Store) Upload(ctx context.Context, u URL, f *os.File, size int64) error
 		return first
 	}
 	up.finish()
+	s.abortStale(ctx, u, started)
 	return nil
+}
+
+// abortStale aborts the unfinished multipart uploads of u's key begun
+// before started: ones that a run could not abort (the server was gone
+// when it gave up, or it was killed with SIGKILL). The next run that
+// writes the key, a resumed batch, leaves none behind. Failures here are
+// not the upload's: it is complete.
+func (s *Store) abortStale(ctx context.Context, u URL, started time.Time) {
+	res, err := s.core.ListMultipartUploads(ctx, u.Bucket, u.Key, "", "", "", 1000)
+	if err != nil {
+		return
+	}
+	for _, m := range res.Uploads {
+		if m.Key == u.Key && m.Initiated.Before(started) {
+			_ = s.core.AbortMultipartUpload(ctx, u.Bucket, u.Key, m.UploadID)
+		}
+	}
 }
 
 func (s *Store) putOptions() minio.PutObjectOptions {
