@@ -3,7 +3,6 @@ package ops
 import (
 	"errors"
 	"fmt"
-	"math"
 )
 
 // Reorder: repairing depth-side data that is in the other channel order or
@@ -38,86 +37,22 @@ func (r ReorderRequest) ChangesLayout() bool { return r.FromLayout != r.ToLayout
 // NewReorder validates r against an input of the given shape (in r's
 // FromLayout) and plans the reorder. The output is C order in ToLayout.
 func NewReorder(r ReorderRequest, in []int, elemSize int, fortran bool) (*Plan, error) {
-	// The layouts without a batch axis are reordered as NCHW / NHWC with
-	// one added; hw is the depth side's hwc.
-	batchless := func(l Layout) bool { return l == CHW || l == HWC || l == HW }
 	if batchless(r.FromLayout) != batchless(r.ToLayout) {
 		return nil, fmt.Errorf("reorder keeps the batch axis: %s to %s would add or drop one", r.FromLayout, r.ToLayout)
 	}
 	if batchless(r.FromLayout) {
-		norm := r
-		norm.FromLayout, norm.ToLayout = NCHW, NCHW
-		if r.FromLayout.channelsLast() {
-			norm.FromLayout = NHWC
-		}
-		if r.ToLayout.channelsLast() {
-			norm.ToLayout = NHWC
-		}
-		p, err := NewReorder(norm, append([]int{1}, in...), elemSize, fortran)
-		if err != nil {
-			return nil, err
-		}
-		p.In, p.Out = append([]int(nil), in...), p.Out[1:]
-		return p, nil
+		return reorderBatchless(r, in, elemSize, fortran)
 	}
 	rank := len(in)
 	if rank < 3 {
 		return nil, fmt.Errorf("rank %d tensor %v: reorder needs at least 3 axes (batch, channel and one spatial axis)", rank, shapeString(in))
 	}
-	if elemSize < 1 {
-		return nil, fmt.Errorf("element size %d", elemSize)
+	if _, err := checkShape(in, elemSize); err != nil {
+		return nil, err
 	}
-	for i, d := range in {
-		if d < 0 {
-			return nil, fmt.Errorf("dimension %d of shape %v is negative", i, shapeString(in))
-		}
-	}
-	total, ok := checkedProduct(in)
-	if !ok || total > math.MaxInt/elemSize {
-		return nil, fmt.Errorf("shape %v of %d-byte elements is too large", shapeString(in), elemSize)
-	}
-	k := rank - 2
-	B := 1
-	var groups []int // output group j reads input group groups[j]; nil: the same
-	if r.Block != nil {
-		blocks, err := expandBlock(r.Block, k)
-		if err != nil {
-			return nil, err
-		}
-		if B, ok = checkedProduct(blocks); !ok {
-			return nil, fmt.Errorf("block %s: the product of the block edges overflows", Block(blocks))
-		}
-		from, err := r.FromBlockOrder.Offsets(blocks)
-		if err != nil {
-			return nil, fmt.Errorf("--from-block-order: %w", err)
-		}
-		to, err := r.ToBlockOrder.Offsets(blocks)
-		if err != nil {
-			return nil, fmt.Errorf("--to-block-order: %w", err)
-		}
-		if from != nil || to != nil {
-			// Output group j holds offset to[j], which the input keeps in
-			// the group whose offset from[g] is the same.
-			at := func(t []int, v int) int {
-				if t == nil {
-					return v
-				}
-				return t[v]
-			}
-			inv := make([]int, B)
-			for g := 0; g < B; g++ {
-				inv[at(from, g)] = g
-			}
-			groups = make([]int, B)
-			for j := range groups {
-				groups[j] = inv[at(to, j)]
-			}
-			if isIdentity(groups) {
-				groups = nil
-			}
-		}
-	} else if r.ChangesOrder() {
-		return nil, errors.New("changing the channel order or the block order needs the block size (-b)")
+	B, groups, err := r.blockGroups(rank - 2)
+	if err != nil {
+		return nil, err
 	}
 	chIn, spIn := 1, 2
 	if r.FromLayout == NHWC {
@@ -127,57 +62,125 @@ func NewReorder(r ReorderRequest, in []int, elemSize int, fortran bool) (*Plan, 
 	if r.Block != nil && CB%B != 0 {
 		return nil, fmt.Errorf("channels %d is not divisible by %d (block %s)", CB, B, r.Block)
 	}
-	C := CB / B
+	seq := r.labels(in, denseStrides(in, fortran), chIn, spIn, B)
+	out := r.outShape(in, spIn, CB)
+	return newReorderPlan(in, out, elemSize, fortran, seq, groups), nil
+}
 
-	st := denseStrides(in, fortran)
-	type label struct {
-		extent, stride int
-		block          bool
-		group          bool // the channel group kk
+// batchless says whether a layout has no batch axis; hw is the depth
+// side's hwc.
+func batchless(l Layout) bool { return l == CHW || l == HWC || l == HW }
+
+// reorderBatchless reorders the layouts without a batch axis as NCHW /
+// NHWC with one added, so that the labels below always start with N.
+func reorderBatchless(r ReorderRequest, in []int, elemSize int, fortran bool) (*Plan, error) {
+	norm := r
+	norm.FromLayout, norm.ToLayout = NCHW, NCHW
+	if r.FromLayout.channelsLast() {
+		norm.FromLayout = NHWC
 	}
-	n := label{extent: in[0], stride: st[0]}
-	sp := make([]label, k)
+	if r.ToLayout.channelsLast() {
+		norm.ToLayout = NHWC
+	}
+	p, err := NewReorder(norm, append([]int{1}, in...), elemSize, fortran)
+	if err != nil {
+		return nil, err
+	}
+	p.In, p.Out = append([]int(nil), in...), p.Out[1:]
+	return p, nil
+}
+
+// blockGroups gives B, the block offsets per channel group, and the
+// permutation of the groups that the block orders ask for: output group j
+// reads input group groups[j] (nil: the same). Without a block B is 1,
+// which is only enough when neither order changes.
+func (r ReorderRequest) blockGroups(k int) (B int, groups []int, err error) {
+	if r.Block == nil {
+		if r.ChangesOrder() {
+			return 0, nil, errors.New("changing the channel order or the block order needs the block size (-b)")
+		}
+		return 1, nil, nil
+	}
+	blocks, err := expandBlock(r.Block, k)
+	if err != nil {
+		return 0, nil, err
+	}
+	B, ok := checkedProduct(blocks)
+	if !ok {
+		return 0, nil, fmt.Errorf("block %s: the product of the block edges overflows", Block(blocks))
+	}
+	from, err := r.FromBlockOrder.Offsets(blocks)
+	if err != nil {
+		return 0, nil, fmt.Errorf("--from-block-order: %w", err)
+	}
+	to, err := r.ToBlockOrder.Offsets(blocks)
+	if err != nil {
+		return 0, nil, fmt.Errorf("--to-block-order: %w", err)
+	}
+	if from == nil && to == nil {
+		return B, nil, nil
+	}
+	return B, groupMap(from, to, B), nil
+}
+
+// groupMap matches the block orders' offsets: output group j holds offset
+// to[j], which the input keeps in the group whose offset from[g] is the
+// same (a nil order is row-major, offset g in group g). nil: no change.
+func groupMap(from, to []int, B int) []int {
+	at := func(t []int, v int) int {
+		if t == nil {
+			return v
+		}
+		return t[v]
+	}
+	inv := make([]int, B)
+	for g := 0; g < B; g++ {
+		inv[at(from, g)] = g
+	}
+	groups := make([]int, B)
+	for j := range groups {
+		groups[j] = inv[at(to, j)]
+	}
+	if isIdentity(groups) {
+		return nil
+	}
+	return groups
+}
+
+// reorderLabel is one axis of the reorder's gather form.
+type reorderLabel struct {
+	extent, stride int
+	block          bool
+	group          bool // the channel group kk
+}
+
+// labels lists the input's labels, with their input strides st, in output
+// order: N, then the channel and spatial labels in ToLayout's order.
+func (r ReorderRequest) labels(in, st []int, chIn, spIn, B int) []reorderLabel {
+	k := len(in) - 2
+	n := reorderLabel{extent: in[0], stride: st[0]}
+	sp := make([]reorderLabel, k)
 	spProduct := 1
 	for i := range sp {
-		sp[i] = label{extent: in[spIn+i], stride: st[spIn+i]}
+		sp[i] = reorderLabel{extent: in[spIn+i], stride: st[spIn+i]}
 		spProduct *= max(in[spIn+i], 1)
 	}
-	// The channel axis: one label, or (kk, c) / (c, kk) when the order
-	// changes. kk is the block offset the chunker keeps whole.
-	chs := st[chIn]
-	var channel []label
-	if r.ChangesOrder() {
-		kk := label{extent: B, block: true, group: true}
-		c := label{extent: C}
-		if r.FromOrder == DCR { // ch = kk·C + c
-			kk.stride, c.stride = chs*C, chs
-		} else { // ch = c·B + kk
-			kk.stride, c.stride = chs, chs*B
-		}
-		if r.ToOrder == DCR {
-			channel = []label{kk, c}
-		} else {
-			channel = []label{c, kk}
-		}
-	} else {
-		channel = []label{{extent: CB, stride: chs}}
-	}
+	CB := in[chIn]
+	channel := r.channelLabels(CB, st[chIn], B)
 	// The chunker needs the labels it may cut (those not marked block) in
 	// the same relative order in input and output. A transpose moves the
 	// channel across the spatial axes, so one side of it must be kept
 	// whole: the smaller, so that chunks stay small.
 	if r.ChangesLayout() {
+		whole := sp
 		if CB <= spProduct {
-			for i := range channel {
-				channel[i].block = true
-			}
-		} else {
-			for i := range sp {
-				sp[i].block = true
-			}
+			whole = channel
+		}
+		for i := range whole {
+			whole[i].block = true
 		}
 	}
-	seq := []label{n}
+	seq := []reorderLabel{n}
 	if r.ToLayout == NCHW {
 		seq = append(seq, channel...)
 		seq = append(seq, sp...)
@@ -185,7 +188,35 @@ func NewReorder(r ReorderRequest, in []int, elemSize int, fortran bool) (*Plan, 
 		seq = append(seq, sp...)
 		seq = append(seq, channel...)
 	}
-	out := make([]int, 0, rank)
+	return seq
+}
+
+// channelLabels is the channel axis of CB channels at input stride chs:
+// one label, or (kk, c) / (c, kk) when the order changes. kk is the block
+// offset the chunker keeps whole.
+func (r ReorderRequest) channelLabels(CB, chs, B int) []reorderLabel {
+	if !r.ChangesOrder() {
+		return []reorderLabel{{extent: CB, stride: chs}}
+	}
+	C := CB / B
+	kk := reorderLabel{extent: B, block: true, group: true}
+	c := reorderLabel{extent: C}
+	if r.FromOrder == DCR { // ch = kk·C + c
+		kk.stride, c.stride = chs*C, chs
+	} else { // ch = c·B + kk
+		kk.stride, c.stride = chs, chs*B
+	}
+	if r.ToOrder == DCR {
+		return []reorderLabel{kk, c}
+	}
+	return []reorderLabel{c, kk}
+}
+
+// outShape is the output's shape in ToLayout: the input's axes with the
+// channel axis of CB channels moved.
+func (r ReorderRequest) outShape(in []int, spIn, CB int) []int {
+	k := len(in) - 2
+	out := make([]int, 0, len(in))
 	out = append(out, in[0])
 	if r.ToLayout == NCHW {
 		out = append(out, CB)
@@ -196,6 +227,11 @@ func NewReorder(r ReorderRequest, in []int, elemSize int, fortran bool) (*Plan, 
 	if r.ToLayout == NHWC {
 		out = append(out, CB)
 	}
+	return out
+}
+
+// newReorderPlan makes the plan whose gather form is seq.
+func newReorderPlan(in, out []int, elemSize int, fortran bool, seq []reorderLabel, groups []int) *Plan {
 	p := &Plan{In: append([]int(nil), in...), Out: out, ElemSize: elemSize, fortran: fortran, items: in[0]}
 	if groups != nil {
 		// The kk label is the group axis; its permutation is read on the
@@ -213,5 +249,5 @@ func NewReorder(r ReorderRequest, in []int, elemSize int, fortran bool) (*Plan, 
 		p.isBlock = append(p.isBlock, l.block)
 		p.role = append(p.role, role{kind: 'c'})
 	}
-	return p, nil
+	return p
 }
