@@ -96,123 +96,184 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 	if adapt {
 		chunkBytes = DefaultChunkBytes
 	}
-	var in chunkInput
-	f, off := t.file()
-	switch {
-	case t.Stream != nil:
-		in = &sequential{r: t.Stream, sz: int64(plan.InBytes())}
-	case f != nil:
-		in = offsetReader{f, off}
-	default:
-		in = memReader(t.Data)
-	}
-	seqIn, seqOut := t.Stream != nil, !out.IsFile()
+	j := &streamJob{plan: plan, t: t, in: streamInput(plan, t), dest: out, base: base, progress: progress,
+		seqIn: t.Stream != nil, seqOut: !out.IsFile()}
+	defer j.close()
 	if sf := out.StreamFile(); sf != nil {
 		growPipe(sf)
 	}
-	ck, err := plan.Chunker(chunkBytes, seqIn, seqOut)
-	if err != nil {
+	if err := j.chunk(out, chunkBytes, adapt); err != nil {
 		return err
 	}
-	// In order, a job may have to hold a whole batch item in memory (an
-	// s2d of NCHW writes its first byte after one has come in): then the
-	// streams are spooled (spool.go). A piped output goes first: the
-	// chunks are then those of reading the input in order, usually small,
-	// and only if they are not is a piped input spooled too.
-	var sp *spool
-	var so *outSpool
-	if seqOut && ck.MaxBytes() > spoolAbove {
-		if so, err = newOutSpool(out, int64(plan.Bytes())); err != nil {
-			return err
-		}
-		defer so.close()
-		seqOut = false
-		if ck, err = plan.Chunker(chunkBytes, seqIn, seqOut); err != nil {
+	if j.seqIn || j.seqOut {
+		return j.runInOrder(threads)
+	}
+	return j.runParallel(threads)
+}
+
+// streamJob is one streamed run: where its chunks come from and go, and
+// the spools standing in for streams that cannot be worked on in order.
+type streamJob struct {
+	plan     *ops.Plan
+	t        *Tensor
+	ck       *ops.Chunker
+	in       chunkInput
+	dest     chunkOutput
+	base     int64 // where the output's data start in dest
+	progress func(int64)
+	// seqIn and seqOut: the input is read, or the output written, in
+	// order (a stream that is not spooled).
+	seqIn, seqOut bool
+	sp            *spool    // the piped input spooled, nil once finished
+	so            *outSpool // the piped output spooled
+}
+
+// streamInput reads t's data by position: a stream in order, a file with
+// positioned reads, or bytes in memory.
+func streamInput(plan *ops.Plan, t *Tensor) chunkInput {
+	f, off := t.file()
+	switch {
+	case t.Stream != nil:
+		return &sequential{r: t.Stream, sz: int64(plan.InBytes())}
+	case f != nil:
+		return offsetReader{f, off}
+	}
+	return memReader(t.Data)
+}
+
+// close releases the spools on every return: an input spool not finished
+// is abandoned.
+func (j *streamJob) close() {
+	if j.sp != nil {
+		j.sp.abandon()
+	}
+	if j.so != nil {
+		j.so.close()
+	}
+}
+
+// chunk cuts the plan into the chunks the run takes, spooling the streams
+// that need it first since that changes which chunks are possible.
+func (j *streamJob) chunk(out *fileio.Output, chunkBytes int, adapt bool) error {
+	var err error
+	if j.ck, err = j.plan.Chunker(chunkBytes, j.seqIn, j.seqOut); err != nil {
+		return err
+	}
+	if err := j.spoolStreams(out, chunkBytes); err != nil {
+		return err
+	}
+	if adapt && j.ck.Len() > 1 {
+		if err := j.growChunks(chunkBytes); err != nil {
 			return err
 		}
 	}
-	if seqIn && ck.MaxBytes() > spoolAbove {
-		if sp, err = newSpool(t.Stream, int64(plan.InBytes())); err != nil {
-			return err
-		}
-		defer func() {
-			if sp != nil {
-				sp.abandon()
-			}
-		}()
-		in, seqIn = sp, false
-		if ck, err = plan.Chunker(chunkBytes, seqIn, seqOut); err != nil {
-			return err
-		}
-	}
-	if adapt && ck.Len() > 1 {
-		// A chunk is up to B ranges on each side (B: the block's
-		// product); with many, each write is short and its fixed cost
-		// shows. Chunks grow until ranges reach minSegmentBytes.
-		ch := ck.Chunk(0)
-		segs := max(len(ch.In), len(ch.Out))
-		if want := min(segs*minSegmentBytes, maxChunkBytes); want > chunkBytes {
-			if ck, err = plan.Chunker(want, seqIn, seqOut); err != nil {
-				return err
-			}
-		}
-	}
-	n := ck.Len()
-	var dest chunkOutput = out
-	if so != nil {
+	if j.so != nil {
 		// Chunks go into the spool by position, from 0.
-		dest, base = so, 0
-		so.plan(ck)
+		j.dest, j.base = j.so, 0
+		j.so.plan(j.ck)
 	}
-	if seqIn || seqOut {
-		// In order, one chunk at a time, the kernel on every thread. A
-		// stream is read ahead by a goroutine of its own: reading chunk
-		// i+1 overlaps the kernel and the writing of chunk i.
-		dst := fileio.GetBuffer(ck.MaxBytes())
-		defer fileio.PutBuffer(dst)
-		var err error
-		if seqIn && n > 1 {
-			err = readAhead(ck, in, func(i int, ch ops.Chunk, src []byte) error {
-				if err := runChunk(ck, ch, dest, base, src, dst, threads, progress); err != nil {
-					return err
-				}
-				if so != nil {
-					so.chunkDone(i)
-				}
-				return nil
-			})
-		} else {
-			src := fileio.GetBuffer(ck.MaxBytes())
-			defer fileio.PutBuffer(src)
-			for i := 0; i < n && err == nil; i++ {
-				if err = doChunk(ck, i, in, dest, base, src, dst, threads, progress); err == nil && so != nil {
-					so.chunkDone(i)
-				}
-			}
-		}
+	return nil
+}
+
+// spoolStreams: in order, a job may have to hold a whole batch item in
+// memory (an s2d of NCHW writes its first byte after one has come in):
+// then the streams are spooled (spool.go). A piped output goes first: the
+// chunks are then those of reading the input in order, usually small, and
+// only if they are not is a piped input spooled too.
+func (j *streamJob) spoolStreams(out *fileio.Output, chunkBytes int) error {
+	if j.seqOut && j.ck.MaxBytes() > spoolAbove {
+		so, err := newOutSpool(out, int64(j.plan.Bytes()))
 		if err != nil {
 			return err
 		}
-		if so != nil {
-			if err := so.finish(); err != nil {
-				return err
-			}
-		}
-		if sp != nil {
-			err := sp.finish()
-			sp = nil
+		j.so, j.seqOut = so, false
+		if j.ck, err = j.plan.Chunker(chunkBytes, j.seqIn, j.seqOut); err != nil {
 			return err
 		}
-		if t.Stream != nil {
-			if extra, _ := io.Copy(io.Discard, io.LimitReader(t.Stream, 1<<20)); extra > 0 {
-				return fmt.Errorf("bytes beyond the %d data bytes the header describes", plan.InBytes())
+	}
+	if j.seqIn && j.ck.MaxBytes() > spoolAbove {
+		sp, err := newSpool(j.t.Stream, int64(j.plan.InBytes()))
+		if err != nil {
+			return err
+		}
+		j.sp = sp
+		j.in, j.seqIn = sp, false
+		if j.ck, err = j.plan.Chunker(chunkBytes, j.seqIn, j.seqOut); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// growChunks: a chunk is up to B ranges on each side (B: the block's
+// product); with many, each write is short and its fixed cost shows.
+// Chunks grow until ranges reach minSegmentBytes.
+func (j *streamJob) growChunks(chunkBytes int) error {
+	ch := j.ck.Chunk(0)
+	segs := max(len(ch.In), len(ch.Out))
+	if want := min(segs*minSegmentBytes, maxChunkBytes); want > chunkBytes {
+		ck, err := j.plan.Chunker(want, j.seqIn, j.seqOut)
+		if err != nil {
+			return err
+		}
+		j.ck = ck
+	}
+	return nil
+}
+
+// chunkDone tells the output spool that chunk i is in it.
+func (j *streamJob) chunkDone(i int) {
+	if j.so != nil {
+		j.so.chunkDone(i)
+	}
+}
+
+// runInOrder runs the chunks in order, one at a time, the kernel on every
+// thread. A stream is read ahead by a goroutine of its own: reading chunk
+// i+1 overlaps the kernel and the writing of chunk i.
+func (j *streamJob) runInOrder(threads int) error {
+	ck, n := j.ck, j.ck.Len()
+	dst := fileio.GetBuffer(ck.MaxBytes())
+	defer fileio.PutBuffer(dst)
+	var err error
+	if j.seqIn && n > 1 {
+		err = readAhead(ck, j.in, func(i int, ch ops.Chunk, src []byte) error {
+			if err := runChunk(ck, ch, j.dest, j.base, src, dst, threads, j.progress); err != nil {
+				return err
+			}
+			j.chunkDone(i)
+			return nil
+		})
+	} else {
+		src := fileio.GetBuffer(ck.MaxBytes())
+		defer fileio.PutBuffer(src)
+		for i := 0; i < n && err == nil; i++ {
+			if err = doChunk(ck, i, j.in, j.dest, j.base, src, dst, threads, j.progress); err == nil {
+				j.chunkDone(i)
 			}
 		}
-		return nil
 	}
-	// Workers take chunks from a counter; each has its own buffers. With
-	// fewer chunks than threads the kernel shares the rest inside a chunk.
+	if err != nil {
+		return err
+	}
+	// A spooled input is checked for its end by its spool.
+	spooledIn := j.sp != nil
+	if err := j.finish(); err != nil || spooledIn {
+		return err
+	}
+	if j.t.Stream != nil {
+		if extra, _ := io.Copy(io.Discard, io.LimitReader(j.t.Stream, 1<<20)); extra > 0 {
+			return fmt.Errorf("bytes beyond the %d data bytes the header describes", j.plan.InBytes())
+		}
+	}
+	return nil
+}
 
+// runParallel: workers take chunks from a counter; each has its own
+// buffers. With fewer chunks than threads the kernel shares the rest
+// inside a chunk.
+func (j *streamJob) runParallel(threads int) error {
+	ck, n := j.ck, j.ck.Len()
 	workers := max(1, min(threads, n))
 	inner := max(1, threads/workers)
 	var next atomic.Int64
@@ -221,7 +282,7 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 	var failed atomic.Bool
 	var firstErr error
 	var errOnce sync.Once
-	worker := func(w int) {
+	worker := func() {
 		src, dst := fileio.GetBuffer(ck.MaxBytes()), fileio.GetBuffer(ck.MaxBytes())
 		defer fileio.PutBuffer(src)
 		defer fileio.PutBuffer(dst)
@@ -230,38 +291,43 @@ func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, thread
 			if i >= n {
 				return
 			}
-			if err := doChunk(ck, i, in, dest, base, src, dst, inner, progress); err != nil {
+			if err := doChunk(ck, i, j.in, j.dest, j.base, src, dst, inner, j.progress); err != nil {
 				errOnce.Do(func() { firstErr = err })
 				failed.Store(true)
 				return
 			}
-			if so != nil {
-				so.chunkDone(i)
-			}
+			j.chunkDone(i)
 		}
 	}
 	if workers == 1 {
 		// One chunk (every small file) or -j 1: no goroutine to start.
-		worker(0)
+		worker()
 	} else {
 		var wg sync.WaitGroup
-		for w := 0; w < workers; w++ {
+		for range workers {
 			wg.Add(1)
-			go func() { defer wg.Done(); worker(w) }()
+			go func() { defer wg.Done(); worker() }()
 		}
 		wg.Wait()
 	}
 	if firstErr != nil {
 		return firstErr
 	}
-	if so != nil {
-		if err := so.finish(); err != nil {
+	return j.finish()
+}
+
+// finish completes the spools once every chunk is done: it waits until
+// the output spool has sent everything and the input spool has read the
+// whole stream and found nothing wrong with it (bytes beyond the data).
+func (j *streamJob) finish() error {
+	if j.so != nil {
+		if err := j.so.finish(); err != nil {
 			return err
 		}
 	}
-	if sp != nil {
-		err := sp.finish()
-		sp = nil
+	if j.sp != nil {
+		err := j.sp.finish()
+		j.sp = nil
 		return err
 	}
 	return nil
