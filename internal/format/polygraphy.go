@@ -35,7 +35,7 @@ import (
 // A torch Tensor ({"tensor": base64 of torch.save, "polygraphy_class":
 // "Tensor"}) is a pickle: refused by name, never unpickled; so is an npy
 // payload of dtype object (ParseNpy). The latin-1 text of an npz that
-// Polygraphy 0.29 wrote is refused with a message saying so.
+// Polygraphy 0.29 wrote is read too (polygraphy_latin1.go).
 //
 // Open parses the JSON structure without decoding the arrays: a scanner
 // records each base64 string's span in the (mapped) file, only the first
@@ -566,7 +566,8 @@ func SniffPolygraphy(b []byte) bool {
 		t := bytes.TrimLeft(rest, " \t\r\n")
 		if len(t) > 0 && t[0] == ':' {
 			t = bytes.TrimLeft(t[1:], " \t\r\n")
-			if bytes.HasPrefix(t, []byte(`"k05VTVBZ`)) { // base64 of "\x93NUMPY"
+			if bytes.HasPrefix(t, []byte(`"k05VTVBZ`)) || // base64 of "\x93NUMPY"
+				bytes.HasPrefix(t, []byte(`"PK\u0003\u0004`)) || bytes.HasPrefix(t, []byte(`"\u0093NUMPY`)) { // latin-1 (Polygraphy 0.29)
 				return true
 			}
 		}
@@ -581,9 +582,14 @@ type pgArray struct {
 	// starting at textOff; nil: the text is read from the mapping.
 	file    io.ReaderAt
 	textOff int64
-	esc     bool
-	npy     Npy
-	length  int64 // the text's length once unescaped
+	// latin1: the text is the file's bytes as latin-1 characters
+	// (Polygraphy 0.29 and older), the data starting at byte start of
+	// them (polygraphy_latin1.go).
+	latin1 bool
+	start  int64
+	esc    bool
+	npy    Npy
+	length int64 // the text's length once unescaped
 }
 
 type pgReader struct {
@@ -851,6 +857,9 @@ type pgText struct {
 
 // next returns the next n characters of text (fewer at the end).
 func (t *pgText) next(n int) ([]byte, error) {
+	if t.a.latin1 {
+		return t.nextLatin1(n)
+	}
 	if !t.a.esc {
 		s := t.a.text[t.i:min(len(t.a.text), t.i+n)]
 		if t.a.file != nil && len(s) > 0 { // the same bytes, not faulted into the mapping
@@ -925,7 +934,7 @@ func (a *pgArray) count() (int64, [2]byte, error) {
 // data are decoded or any memory is given to them.
 func (a *pgArray) open() error {
 	if bytes.HasPrefix(a.text, []byte(`PK\u0003\u0004`)) || bytes.HasPrefix(a.text, []byte(`\u0093NUMPY`)) {
-		return pgErr(a.name, "the array is latin-1 text (Polygraphy 0.29 and older), not base64: not supported; load and save it again with a newer Polygraphy")
+		return a.openLatin1()
 	}
 	n, last, err := a.count()
 	if err != nil {
@@ -1113,6 +1122,9 @@ func (a *pgArray) badChar(c byte, at int64) error {
 // Inflate writes the member's element data to w: the base64 text decoded
 // 64 KiB at a time, the npy preamble skipped, exactly DataBytes written.
 func (a *pgArray) Inflate(w io.Writer) error {
+	if a.latin1 {
+		return a.inflateLatin1(w)
+	}
 	buf := make([]byte, pgChunk/4*3)
 	t := &pgText{a: a}
 	pre := a.npy.DataOffset
@@ -1161,7 +1173,7 @@ func (a *pgArray) Inflate(w io.Writer) error {
 // at any offset (io.ReaderAt), or, for text with JSON escapes (whose
 // characters are not where their position says), a Lazy without ReadAt.
 func (a *pgArray) lazy() Lazy {
-	if a.esc {
+	if a.esc || a.latin1 {
 		return pgEscaped{a}
 	}
 	return a

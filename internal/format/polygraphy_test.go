@@ -261,7 +261,7 @@ func TestPolygraphyWritesForPython(t *testing.T) {
 	}
 
 	// With Meta: every structure, the same data in C order.
-	for _, file := range []string{"runners.json", "iterations.json", "direct.json", "lazynumpy.json", "inputs.json"} {
+	for _, file := range []string{"runners.json", "iterations.json", "direct.json", "lazynumpy.json", "inputs.json", "legacy.json", "latin1_npy.json"} {
 		b, _ := os.ReadFile(filepath.Join(dir, file))
 		ar := pgOpen(t, b, true)
 		// A Fortran member goes out in C order: transpose it here the
@@ -359,7 +359,10 @@ func TestPolygraphyHostile(t *testing.T) {
 		{"padding", string(pgFile(`"out0": {"array": "` + goodText[:len(goodText)-1] + `", "polygraphy_class": "ndarray"}`)), `"out0": base64 text of`},
 		{"not npy", string(pgFile(`"out0": ` + pgArrayText([]byte("hello world, not npy")))), `"out0": the base64 payload is not an npy file`},
 		{"npz", string(pgFile(`"out0": ` + pgArrayText([]byte("PK\x03\x04 zip bytes here.")))), `"out0": the base64 payload is an npz archive`},
-		{"latin-1", string(pgFile(`"out0": {"array": "PK\u0003\u0004\u0014", "polygraphy_class": "ndarray"}`)), `latin-1 text (Polygraphy 0.29`},
+		{"latin-1", string(pgFile(`"out0": {"array": "PK\u0003\u0004\u0014", "polygraphy_class": "ndarray"}`)), `"out0": latin-1 npz (Polygraphy 0.29): truncated zip header`},
+		{"latin-1 deflated", string(pgFile(`"out0": {"array": "PK\u0003\u0004\u0014\u0000\u0000\u0000\u0008\u0000` + strings.Repeat("x", 40) + `", "polygraphy_class": "ndarray"}`)), `"out0": latin-1 npz (Polygraphy 0.29): member compressed (method 8)`},
+		{"latin-1 not latin-1", string(pgFile(`"out0": {"array": "\u0093NUMPY\u0100", "polygraphy_class": "ndarray"}`)), `"out0": latin-1 text, character 11: U+0100 is not a latin-1 character`},
+		{"latin-1 short", string(pgFile(`"out0": {"array": "\u0093NUMPY\u0001\u0000@\u0000{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }      \n1234", "polygraphy_class": "ndarray"}`)), `"out0": truncated: the npy header describes 8 data bytes`},
 		{"pickle", string(pgFile(`"out0": ` + pgArrayText(pgNpy("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }\n", make([]byte, 16))))), `"out0": the base64 payload: npy header`},
 		{"4 GiB", string(pgFile(`"out0": ` + pgArrayText(pgNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (1073741824,), }\n", make([]byte, 8))))), `"out0": truncated: the npy header describes 4294967296 data bytes`},
 		{"trailing data", string(pgFile(`"out0": ` + pgArrayText(append(bytes.Clone(good), 0, 0, 0)))), `"out0": 3 bytes beyond the 8 data bytes`},

@@ -19,6 +19,8 @@ import sys
 import numpy as np
 
 TAB = " " * 4  # polygraphy.constants.TAB
+LEGACY = "__polygraphy_encoded_"  # serde.legacy_str_from_type
+LEGACY_MARKER = "polygraphy_serialized_json_type"  # constants.LEGACY_TYPE_MARKER
 
 
 # --- encoder (serde.py: Encoder.register(np.ndarray), struct.py) ---
@@ -132,6 +134,26 @@ def make(d):
     write("inputs1.json", [{n: enc_array(a) for n, a in feeds[0]}],
           [member(n, a) for n, a in feeds[0]])
 
+    # Polygraphy 0.29 and older: class markers "__polygraphy_encoded_CLASS":
+    # "polygraphy_serialized_json_type" and arrays as np.savez's npz bytes
+    # taken as latin-1 text (serde.py of TensorRT 7.2's Polygraphy).
+    def legacy_array(a):
+        f = io.BytesIO()
+        np.savez(f, a)
+        return {"array": f.getvalue().decode("latin-1"), LEGACY + "ndarray": LEGACY_MARKER}
+
+    o = [("a", arr("float32", (2, 3))), ("b", np.asfortranarray(arr("int16", (3, 2)))), ("c", arr("bool", (5,)))]
+    it = {"outputs": {n: {"values": legacy_array(a), LEGACY + "LazyNumpyArray": LEGACY_MARKER} for n, a in o},
+          "runtime": 0.25, "runner_name": "r", LEGACY + "IterationResult": LEGACY_MARKER}
+    write("legacy.json", {"lst": [["r", [it]]], LEGACY + "RunResults": LEGACY_MARKER},
+          [member(n, a) for n, a in o])
+    # An npy file as latin-1 text, which serde.py's fallback reads too.
+    a = arr("uint16", (4, 2))
+    f = io.BytesIO()
+    np.save(f, a)
+    write("latin1_npy.json", [{"x": {"array": f.getvalue().decode("latin-1"), "polygraphy_class": "ndarray"}}],
+          [member("x", a)])
+
     with open(os.path.join(d, "manifest.json"), "w") as f:
         json.dump(manifest, f)
 
@@ -145,11 +167,20 @@ class Lazy:
 def hook(pairs):
     d = dict(pairs)
     cls = d.pop("polygraphy_class", None)
+    for k in list(d):  # the legacy marker, checked first as Decoder does
+        if k.startswith(LEGACY) and d[k] == LEGACY_MARKER:
+            cls = k[len(LEGACY):]
+            del d[k]
     if cls == "ndarray":
-        raw = base64.b64decode(d["array"].encode(), validate=True)
-        a = np.load(io.BytesIO(raw), allow_pickle=False)
-        # np.save of what was read gives the same bytes: the preamble is numpy's.
-        assert enc_array(a)["array"] == d["array"], "npy preamble differs from np.save's"
+        try:
+            raw = base64.b64decode(d["array"].encode(), validate=True)
+            a = np.load(io.BytesIO(raw), allow_pickle=False)
+            # np.save of what was read gives the same bytes: the preamble is numpy's.
+            assert enc_array(a)["array"] == d["array"], "npy preamble differs from np.save's"
+        except Exception:
+            a = np.load(io.BytesIO(d["array"].encode("latin-1")), allow_pickle=False)
+            if not isinstance(a, np.ndarray):
+                a = list(a.values())[0]
         return a
     if cls in ("LazyArray", "LazyNumpyArray"):
         return Lazy(cls, d["values"])
