@@ -544,100 +544,122 @@ func denseStrides(shape []int, fortran bool) []int {
 // whose channel splits into (kk, c) for DCR or (c, kk) for CRD, kk itself
 // split row-major into (k1…kK). SPEC's formula is exactly this relabelling.
 func gatherForm(req Request, b, in, out []int, inStride []int) (dims, stride []int, isBlock []bool, roles []role) {
-	rank := len(in)
-	k := rank - 2
-	chAxis, spAxis := 1, 2
-	last := req.Layout.channelsLast()
-	if last {
-		chAxis, spAxis = rank-1, 1
-	}
-	type axis struct {
-		extent, stride int
-		block          bool
-		role           role
-	}
-	var n, c axis
-	o := make([]axis, k)
-	kb := make([]axis, k)
-	n = axis{extent: in[0], stride: inStride[0], role: role{kind: 'n'}}
-	c.role = role{kind: 'c'}
 	space := in
 	if req.Op == DepthToSpace {
 		space = out
 	}
-	C := space[chAxis]
-	for i := 0; i < k; i++ {
-		o[i].extent = space[spAxis+i] / b[i]
-		kb[i].extent = b[i]
-		kb[i].block = true
-		o[i].role, kb[i].role = role{kind: 'o', axis: i}, role{kind: 'k', axis: i}
-	}
-	c.extent = C
+	l := newGatherLabels(req.Layout, b, space, in[0], inStride[0])
 	if req.Op == SpaceToDepth {
-		// The input is the space tensor: a spatial index is oi·bi + ki.
-		c.stride = inStride[chAxis]
-		for i := 0; i < k; i++ {
-			kb[i].stride = inStride[spAxis+i]
-			o[i].stride = inStride[spAxis+i] * b[i]
-		}
+		l.spaceStrides(b, inStride)
 	} else {
-		// The input is the depth tensor: its channel index is a mixed-radix
-		// number over (k1…kK, c) for DCR or (c, k1…kK) for CRD.
-		chs := inStride[chAxis]
-		inner := 1
-		if req.Order == DCR {
-			c.stride = chs
-			inner = C
-		}
-		for i := k - 1; i >= 0; i-- {
-			kb[i].stride = chs * inner
-			inner *= b[i]
-		}
-		if req.Order == CRD {
-			c.stride = chs * inner
-		}
-		for i := 0; i < k; i++ {
-			o[i].stride = inStride[spAxis+i]
-		}
+		l.depthStrides(req.Order, b, inStride)
 	}
-	var seq []axis
-	add := func(a ...axis) { seq = append(seq, a...) }
-	if req.Op == SpaceToDepth {
-		// Output is the depth tensor.
-		add(n)
-		if last {
-			add(o...)
-		}
-		if req.Order == DCR {
-			add(kb...)
-			add(c)
-		} else {
-			add(c)
-			add(kb...)
-		}
-		if !last {
-			add(o...)
-		}
-	} else {
-		// Output is the space tensor.
-		add(n)
-		if !last {
-			add(c)
-		}
-		for i := 0; i < k; i++ {
-			add(o[i], kb[i])
-		}
-		if last {
-			add(c)
-		}
-	}
-	for _, a := range seq {
+	for _, a := range l.outputOrder(req) {
 		dims = append(dims, a.extent)
 		stride = append(stride, a.stride)
 		isBlock = append(isBlock, a.block)
 		roles = append(roles, a.role)
 	}
 	return dims, stride, isBlock, roles
+}
+
+// gatherAxis is one label of the gather form.
+type gatherAxis struct {
+	extent, stride int
+	block          bool
+	role           role
+}
+
+// gatherLabels are the labels both tensors are made of: the batch n, the
+// channel c, and each spatial axis's outer position o[i] and block offset
+// kb[i]. Their extents come from the space tensor; their input strides
+// from whichever tensor is the input (spaceStrides, depthStrides).
+type gatherLabels struct {
+	n, c           gatherAxis
+	o, kb          []gatherAxis
+	chAxis, spAxis int
+	last           bool // channels last
+}
+
+// newGatherLabels makes the labels of space, a normalized shape in layout
+// l, whose batch of extent items is at input stride nStride.
+func newGatherLabels(l Layout, b, space []int, items, nStride int) *gatherLabels {
+	k := len(space) - 2
+	g := &gatherLabels{o: make([]gatherAxis, k), kb: make([]gatherAxis, k), last: l.channelsLast()}
+	g.chAxis, g.spAxis = l.axes(len(space))
+	g.n = gatherAxis{extent: items, stride: nStride, role: role{kind: 'n'}}
+	g.c = gatherAxis{extent: space[g.chAxis], role: role{kind: 'c'}}
+	for i := range k {
+		g.o[i] = gatherAxis{extent: space[g.spAxis+i] / b[i], role: role{kind: 'o', axis: i}}
+		g.kb[i] = gatherAxis{extent: b[i], block: true, role: role{kind: 'k', axis: i}}
+	}
+	return g
+}
+
+// spaceStrides sets the strides when the input is the space tensor: a
+// spatial index is oi·bi + ki.
+func (g *gatherLabels) spaceStrides(b, inStride []int) {
+	g.c.stride = inStride[g.chAxis]
+	for i := range g.kb {
+		g.kb[i].stride = inStride[g.spAxis+i]
+		g.o[i].stride = inStride[g.spAxis+i] * b[i]
+	}
+}
+
+// depthStrides sets the strides when the input is the depth tensor: its
+// channel index is a mixed-radix number over (k1…kK, c) for DCR or
+// (c, k1…kK) for CRD.
+func (g *gatherLabels) depthStrides(order Order, b, inStride []int) {
+	chs := inStride[g.chAxis]
+	inner := 1
+	if order == DCR {
+		g.c.stride = chs
+		inner = g.c.extent
+	}
+	for i := len(g.kb) - 1; i >= 0; i-- {
+		g.kb[i].stride = chs * inner
+		inner *= b[i]
+	}
+	if order == CRD {
+		g.c.stride = chs * inner
+	}
+	for i := range g.o {
+		g.o[i].stride = inStride[g.spAxis+i]
+	}
+}
+
+// outputOrder lists the labels as the output tensor has them: the depth
+// tensor for space-to-depth, the space tensor for depth-to-space.
+func (g *gatherLabels) outputOrder(req Request) []gatherAxis {
+	var seq []gatherAxis
+	add := func(a ...gatherAxis) { seq = append(seq, a...) }
+	add(g.n)
+	if req.Op == SpaceToDepth {
+		if g.last {
+			add(g.o...)
+		}
+		if req.Order == DCR {
+			add(g.kb...)
+			add(g.c)
+		} else {
+			add(g.c)
+			add(g.kb...)
+		}
+		if !g.last {
+			add(g.o...)
+		}
+		return seq
+	}
+	if !g.last {
+		add(g.c)
+	}
+	for i := range g.o {
+		add(g.o[i], g.kb[i])
+	}
+	if g.last {
+		add(g.c)
+	}
+	return seq
 }
 
 func product(s []int) int {
