@@ -126,6 +126,7 @@ func New(cfg *Config, getenv func(string) string) (*Store, error) {
 	c, err := minio.NewCore(host, &minio.Options{
 		Creds: creds, Secure: secure, Transport: tr, Region: region,
 		BucketLookup: lookup, MaxRetries: retries,
+		TrailingHeaders: true, // a CRC32C trailer on every body (transfer.go)
 	})
 	if err != nil {
 		return nil, err
