@@ -6,8 +6,8 @@
 # outputs of 64 MiB, Polygraphy's json.dumps(indent=4) layout with
 # base64 np.save arrays, as serde.py writes them) and A.npz, B.npz (np.savez,
 # stored: the same arrays), then times `depthspace compare` of each pair N
-# times (GNU time: wall seconds and peak RSS) and prints the medians and
-# their ratio. B is A plus noise of about 1e-7 and the compares run with
+# times, in turn (GNU time: wall seconds and peak RSS), and prints the
+# medians and the median of the pairs' ratios. B is A plus noise of about 1e-7 and the compares run with
 # --atol 1e-5 --rtol 1e-5, so both read every element and find no
 # difference (exit 0). Needs Go, GNU time
 # and Debian's python3-numpy.
@@ -63,22 +63,24 @@ PY
 ls -l "$d"/A.json "$d"/A.npz | awk '{printf "%s %d MiB\n", $NF, $5/1048576}'
 
 ds="$d/depthspace"
-run() { # name, then the command: prints the median wall seconds and peak RSS
-	local name=$1; shift
-	"$@" >/dev/null # warm-up, and the page cache
-	for _ in $(seq "$rounds"); do
-		/usr/bin/time -f "%e %M" -a -o "$d/$name.times" "$@" >/dev/null
-	done
-	local rss
-	rss=$(awk '{print $2}' "$d/$name.times" | sort -n | awk '{a[NR]=$1} END {print int(a[int((NR+1)/2)]/1024)}')
-	sort -n "$d/$name.times" | awk -v n="$name" -v rss="$rss" '{w[NR]=$1} END {printf "%-11s median wall %.3f s (min %.3f, max %.3f), median peak RSS %d MiB\n", n, w[int((NR+1)/2)], w[1], w[NR], rss}'
-}
-echo "commands:"
 tol=(--atol 1e-5 --rtol 1e-5)
-echo "  $ds compare ${tol[*]} $d/A.json $d/B.json"
-echo "  $ds compare ${tol[*]} $d/A.npz $d/B.npz"
-run polygraphy "$ds" compare "${tol[@]}" "$d/A.json" "$d/B.json"
-run npz "$ds" compare "${tol[@]}" "$d/A.npz" "$d/B.npz"
-awk '{print $1}' "$d/polygraphy.times" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}' >"$d/p"
-awk '{print $1}' "$d/npz.times" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}' >"$d/n"
-echo "ratio polygraphy/npz (medians): $(awk -v p="$(cat "$d/p")" -v n="$(cat "$d/n")" 'BEGIN {printf "%.2f", p/n}')"
+pg=("$ds" compare "${tol[@]}" "$d/A.json" "$d/B.json")
+npz=("$ds" compare "${tol[@]}" "$d/A.npz" "$d/B.npz")
+echo "commands:"
+echo "  ${pg[*]}"
+echo "  ${npz[*]}"
+"${pg[@]}" >/dev/null # warm-up, and the page cache
+"${npz[@]}" >/dev/null
+for _ in $(seq "$rounds"); do # in turn, so that a busy machine slows both
+	/usr/bin/time -f "%e %M" -a -o "$d/polygraphy.times" "${pg[@]}" >/dev/null
+	/usr/bin/time -f "%e %M" -a -o "$d/npz.times" "${npz[@]}" >/dev/null
+done
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+for name in polygraphy npz; do
+	f="$d/$name.times"
+	printf "%-11s median wall %s s (min %s, max %s), median peak RSS %d MiB\n" "$name" \
+		"$(awk '{print $1}' "$f" | median)" "$(awk '{print $1}' "$f" | sort -n | head -1)" \
+		"$(awk '{print $1}' "$f" | sort -n | tail -1)" "$(( $(awk '{print $2}' "$f" | median) / 1024 ))"
+done
+paste "$d/polygraphy.times" "$d/npz.times" | awk '{print $1 / $3}' | median |
+	awk '{printf "ratio polygraphy/npz, median of the pairs: %.2f\n", $1}'
