@@ -224,7 +224,7 @@ func (s *Store) getRange(ctx context.Context, u URL, off, n int64, read func(r i
 		time.Sleep(backoff(try))
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return fmt.Errorf("the server sent fewer bytes than the object has (changed while read?)")
+		return &Error{Msg: fmt.Sprintf("the connection broke off before the whole body of bytes %d-%d came (tried %d times)", off, off+n-1, retries+1), Err: err}
 	}
 	return s.describe(err)
 }
