@@ -197,7 +197,6 @@ func TestRunRefuses(t *testing.T) {
 	}{
 		{Options{OutDir: "out"}, "needs at least one INPUT"},
 		{Options{Inputs: []string{"a"}, OutDir: "file"}, "file: "},
-		{Options{Inputs: []string{"a", "b"}, OutDir: "out"}, "would be the output of both a/x.npy and b/x.npy"},
 		{Options{Inputs: []string{"a"}, OutDir: "a"}, "a: is the output directory too"},
 		{Options{Inputs: []string{"-"}, OutDir: "out"}, "standard input"},
 	} {
@@ -211,14 +210,42 @@ func TestRunRefuses(t *testing.T) {
 	}
 }
 
+// Two inputs that would write one output: the first is written, the
+// second is a failure that names both (found as the walk comes to it:
+// the batch holds no list of every output), and the batch goes on.
+func TestRunCollision(t *testing.T) {
+	chdir(t)
+	writeNpy(t, "a/x.npy", 1, 1, 2, 2)
+	writeNpy(t, "b/x.npy", 1, 1, 2, 2)
+	writeNpy(t, "b/y.npy", 1, 1, 2, 2)
+	var stderr bytes.Buffer
+	sum, err := Run(Options{Inputs: []string{"a", "b"}, OutDir: "out", Job: s2d(t), Threads: 2, Stderr: &stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Done != 2 || sum.Failed != 1 {
+		t.Errorf("%d done, %d failed; want 2 and 1", sum.Done, sum.Failed)
+	}
+	if !strings.Contains(stderr.String(), "out/x.npy: would be the output of both a/x.npy and b/x.npy") {
+		t.Errorf("stderr: %s", stderr.String())
+	}
+	for _, f := range []string{"out/x.npy", "out/y.npy"} {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
 // Threads given out never exceed -j, a big file gets all of them and
 // runs alone, and every file starts once.
 func TestRunnerThreads(t *testing.T) {
 	sizes := []int64{1, 1, 64 << 20, 1, 5 << 20, 1, 1, 1, 1 << 30, 1}
 	r := &runner{threads: 4, free: 4}
+	var items []item
 	for _, s := range sizes {
-		r.items = append(r.items, item{size: s})
+		items = append(items, item{size: s})
 	}
+	r.q = queueOf(items)
 	r.cond = sync.NewCond(&r.mu)
 	var mu sync.Mutex
 	inUse, peak := 0, 0
@@ -229,7 +256,7 @@ func TestRunnerThreads(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				i, w, _, ok := r.take()
+				_, i, w, _, ok := r.take()
 				if !ok {
 					return
 				}

@@ -20,12 +20,12 @@ import (
 // would wait forever (a batch hung: found in review).
 func TestTakeStaleThreadsOnErrItem(t *testing.T) {
 	const mib = 1 << 20
-	r := &runner{threads: 4, free: 1, turn: 2}
+	r := &runner{threads: 4, free: 1, turn: 2} // items 0 and 1 taken
 	r.cond = sync.NewCond(&r.mu)
-	r.items = []item{{size: 1}, {size: 1}, {size: 8 * mib}, {err: errors.New("walk error")}, {size: 64 * mib}}
+	r.q = queueOf([]item{{size: 8 * mib}, {err: errors.New("walk error")}, {size: 64 * mib}})
 	type got struct{ i, w int }
 	ch := make(chan got, 1)
-	go func() { i, w, _, _ := r.take(); ch <- got{i, w} }() // waits: item 2 needs 2 threads
+	go func() { _, i, w, _, _ := r.take(); ch <- got{i, w} }() // waits: item 2 needs 2 threads
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		r.mu.Lock()
 		waiting := r.waiting
@@ -41,6 +41,7 @@ func TestTakeStaleThreadsOnErrItem(t *testing.T) {
 	// the walk error next.
 	r.mu.Lock()
 	r.turn, r.free = 3, 2
+	r.head, r.hasHead = item{}, false
 	r.mu.Unlock()
 	r.cond.Broadcast()
 	select {
@@ -67,13 +68,13 @@ func TestTakeSkipsWithoutThreads(t *testing.T) {
 	}
 	r := &runner{threads: 2, free: 2, opts: Options{SkipExisting: true}}
 	r.cond = sync.NewCond(&r.mu)
-	r.items = []item{{size: 1, output: filepath.Join(dir, "small.npy")}, {size: 1 << 30, output: done}}
-	if _, w, skip, _ := r.take(); w != 1 || skip {
+	r.q = queueOf([]item{{size: 1, output: filepath.Join(dir, "small.npy")}, {size: 1 << 30, output: done}})
+	if _, _, w, skip, _ := r.take(); w != 1 || skip {
 		t.Fatalf("the small file: %d threads, skip %v", w, skip)
 	}
 	got := make(chan [2]int, 1)
 	go func() {
-		i, w, skip, _ := r.take()
+		_, i, w, skip, _ := r.take()
 		if !skip {
 			w = -1
 		}
@@ -96,11 +97,8 @@ func TestFinishPrintsInOrder(t *testing.T) {
 	var out bytes.Buffer
 	r := &runner{opts: Options{JSON: &out}, pending: map[int]finished{},
 		rep: newReporter(io.Discard, ProgressNone, 0, 5, 0)}
-	for i := range 5 {
-		r.items = append(r.items, item{input: fmt.Sprint(i)})
-	}
 	for _, i := range []int{2, 4, 0, 1, 3} {
-		r.finish(i, Record{Input: fmt.Sprint(i), Status: StatusOK}, nil, 0)
+		r.finish(i, 0, Record{Input: fmt.Sprint(i), Status: StatusOK}, nil, 0)
 		if len(r.pending) > 2 {
 			t.Errorf("after file %d, %d records kept", i, len(r.pending))
 		}
@@ -116,4 +114,13 @@ func TestFinishPrintsInOrder(t *testing.T) {
 	if strings.Join(got, " ") != "0 1 2 3 4" || len(r.pending) != 0 || r.done != 5 {
 		t.Errorf("records %v, %d kept, %d done; want 0..4 in order, none kept, 5 done", got, len(r.pending), r.done)
 	}
+}
+
+// queueOf is a stream of items already walked.
+func queueOf(items []item) *stream {
+	s := &stream{batches: make(chan []item, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	s.batches <- items
+	close(s.batches)
+	close(s.done)
+	return s
 }

@@ -10,54 +10,69 @@ import (
 	"github.com/depthspace/depthspace/internal/pipeline"
 )
 
-// object adds an s3:// argument: one object, or every object under a
-// prefix (s3://B/P/, s3://B, or s3://B/P where no object P exists but
-// keys under P/ do), walked like a directory: tensor names only, relative
-// keys kept, in the byte-wise order of their keys (objstore.List), which
-// is the order a directory's relative paths sort in.
-func (w *walker) object(arg string) error {
+// objectSource is an s3:// argument: one object, or every object under
+// a prefix (s3://B/P/, s3://B, or s3://B/P where no object P exists but
+// keys under P/ do), walked like a directory: tensor names only,
+// relative keys kept, in the byte-wise order of their keys
+// (objstore.List), which is the order a directory's relative paths sort
+// in. (The listing is held whole: a prefix's keys, not streamed.)
+func objectSource(i int, arg string) (source, error) {
+	fail := func(rel string, err error) (source, error) {
+		return &one{it: item{input: arg, rel: rel, key: rel, arg: i, err: &pipeline.PathError{Path: arg, Err: err}}}, nil
+	}
 	u, err := objstore.ParseURL(arg)
 	if err != nil {
-		w.add(item{input: arg, rel: objstore.Base(arg), arg: w.arg, err: &pipeline.PathError{Path: arg, Err: err}})
-		return nil
+		return fail(objstore.Base(arg), err)
 	}
 	s, err := objstore.Default()
 	if err != nil {
 		// The configuration: every object would fail the same way.
-		return &pipeline.PathError{Path: arg, Err: err}
+		return nil, &pipeline.PathError{Path: arg, Err: err}
 	}
 	ctx := context.Background()
-	var objs []objstore.Object
-	if u.IsPrefix() {
-		if objs, err = s.List(ctx, u); err != nil {
-			w.add(item{input: arg, rel: objstore.Base(u.Key), arg: w.arg, err: &pipeline.PathError{Path: arg, Err: err}})
-			return nil
-		}
-	} else {
+	if !u.IsPrefix() {
 		info, err := s.Stat(ctx, u)
 		if err == nil {
-			w.add(item{input: arg, rel: objstore.Base(u.Key), size: info.Size, arg: w.arg})
-			return nil
+			rel := objstore.Base(u.Key)
+			return &one{it: item{input: arg, rel: rel, key: rel, size: info.Size, arg: i}}, nil
 		}
 		// No such object: a prefix without its final "/", if keys are
 		// under it; else the HEAD's error.
 		objs, lerr := s.List(ctx, u)
 		if lerr != nil || len(objs) == 0 {
-			w.add(item{input: arg, rel: objstore.Base(u.Key), arg: w.arg, err: &pipeline.PathError{Path: arg, Err: err}})
-			return nil
+			return fail(objstore.Base(u.Key), err)
 		}
-		return w.objects(u, objs)
+		return objectList(i, u, objs), nil
 	}
-	return w.objects(u, objs)
+	objs, err := s.List(ctx, u)
+	if err != nil {
+		return fail(objstore.Base(u.Key), err)
+	}
+	return objectList(i, u, objs), nil
 }
 
-func (w *walker) objects(u objstore.URL, objs []objstore.Object) error {
+// objectList is the tensor objects of a listing, in its order.
+func objectList(i int, u objstore.URL, objs []objstore.Object) source {
+	var items []item
 	for _, o := range objs {
 		if IsTensorName(o.Rel) {
-			w.add(item{input: objstore.URL{Bucket: u.Bucket, Key: o.Key}.String(), rel: o.Rel, size: o.Size, arg: w.arg})
+			items = append(items, item{input: objstore.URL{Bucket: u.Bucket, Key: o.Key}.String(), rel: o.Rel, key: o.Rel, size: o.Size, arg: i})
 		}
 	}
-	return nil
+	return &itemList{items: items}
+}
+
+// itemList is a source of items already in order.
+type itemList struct{ items []item }
+
+func (l *itemList) next() (item, bool) {
+	if len(l.items) == 0 {
+		return item{}, false
+	}
+	it := l.items[0]
+	l.items[0] = item{}
+	l.items = l.items[1:]
+	return it, true
 }
 
 // outputPath is where the output of relative path rel goes under outDir:

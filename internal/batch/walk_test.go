@@ -95,21 +95,38 @@ func TestListOrderAndNames(t *testing.T) {
 	}
 }
 
-// Two inputs that would write one output: an error before any work.
+// Two inputs that would write one output: the later one in the batch's
+// order is a failure item naming both, whatever the distance between
+// them in the order (a subdirectory's files may come between).
 func TestListCollision(t *testing.T) {
 	chdir(t)
-	touch(t, "a/x.npy", "b/x.npy", "c/x.json")
-	if _, err := list([]string{"a", "b"}, "out", nil, ""); err == nil || !strings.Contains(err.Error(), "out/x.npy: would be the output of both a/x.npy and b/x.npy") {
-		t.Errorf("collision of directories: %v", err)
+	touch(t, "a/x.npy", "b/x.npy", "c/x.json", "c/x.npy.d/deep.npy", "c/x.npz")
+	collided := func(items []item) string {
+		var n []string
+		for _, it := range items {
+			if it.err != nil {
+				n = append(n, it.input+": "+it.err.Error())
+			}
+		}
+		return strings.Join(n, "; ")
 	}
-	if _, err := list([]string{"a/x.npy", "b"}, "out", nil, ""); err == nil {
+	items, err := list([]string{"a", "b"}, "out", nil, "")
+	if err != nil || !strings.Contains(collided(items), "b/x.npy: out/x.npy: would be the output of both a/x.npy and b/x.npy") {
+		t.Errorf("collision of directories: %v %s", err, collided(items))
+	}
+	if items, _ := list([]string{"a/x.npy", "b"}, "out", nil, ""); collided(items) == "" {
 		t.Error("collision of a file and a directory: no error")
 	}
-	if _, err := list([]string{"a", "c"}, "out", nil, format.KindNpy); err == nil || !strings.Contains(err.Error(), "out/x.npy") {
-		t.Errorf("collision made by --to: %v", err)
+	if items, _ := list([]string{"a", "c"}, "out", nil, format.KindNpy); !strings.Contains(collided(items), "out/x.npy") {
+		t.Errorf("collision made by --to: %s", collided(items))
 	}
-	if _, err := list([]string{"a", "c"}, "out", nil, ""); err != nil {
-		t.Errorf("x.npy and x.json: %v", err)
+	// x.json and x.npz of one directory, with x.npy.d/ between them in
+	// the order: both --to npy.
+	if items, _ := list([]string{"c"}, "out", nil, format.KindNpy); !strings.Contains(collided(items), "would be the output of both c/x.json and c/x.npz") {
+		t.Errorf("collision across a subdirectory: %s", collided(items))
+	}
+	if items, err := list([]string{"a", "c"}, "out", nil, ""); err != nil || collided(items) != "" {
+		t.Errorf("x.npy and x.json: %v %s", err, collided(items))
 	}
 }
 
