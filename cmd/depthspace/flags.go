@@ -134,7 +134,7 @@ func registerCompletions(cmd *cobra.Command) {
 		"hwc\tno batch axis, channels last", "hw\ta bare mosaic or gray image"))
 	_ = cmd.RegisterFlagCompletionFunc("block-order", fixed("row-major\tthe default", "col-major\tfirst spatial axis fastest (YOLOv5 Focus)",
 		"rggb\tBayer RGGB: groups R,G,G,B", "bggr\tBayer BGGR: groups R,G,G,B", "grbg\tBayer GRBG: groups R,G,G,B", "gbrg\tBayer GBRG: groups R,G,G,B",
-		"0,1,3,2\tSID pack_raw: R,G,B,G of RGGB"))
+		"cfa\tthe Bayer pattern read from the file (DNG): groups R,G,G,B", "0,1,3,2\tSID pack_raw: R,G,B,G of RGGB"))
 	_ = cmd.RegisterFlagCompletionFunc("from", fixed(formatChoices(nil)...))
 	_ = cmd.RegisterFlagCompletionFunc("to", fixed(formatChoices(format.Writable)...))
 	_ = cmd.RegisterFlagCompletionFunc("block", fixed("2", "3", "4", "2x2", "2x3"))

@@ -60,6 +60,9 @@ type Format struct {
 	// ReadOnly formats are read, never written (camera raw): --to
 	// refuses them before any work.
 	ReadOnly bool
+	// InTar: a tar shard's member of this format holds tensors that info
+	// and compare read (a WebDataset .json is metadata: not JSON's).
+	InTar bool
 	// Sniff reports whether a file's first bytes are this format's;
 	// nil for formats without a signature. Formats are sniffed in the
 	// order of SniffOrder (JSON, the loosest, last).
@@ -140,6 +143,14 @@ func Names(keep func(*Format) bool) []string {
 	}
 	return n
 }
+
+// InTarShard says whether a tar member of kind k holds tensors that info
+// and compare read.
+func InTarShard(k Kind) bool { return formats[k] != nil && formats[k].InTar }
+
+// ReadsAlone says whether a file of the format is read with nothing but
+// its bytes (not raw, which needs --dtype and --shape; not a tar shard).
+func ReadsAlone(f *Format) bool { return f.Kind != KindRaw && f.Kind != KindTar }
 
 // Writable says whether --to may name the format.
 func Writable(f *Format) bool { return !f.ReadOnly }

@@ -66,7 +66,7 @@ func buildHuff(counts []byte, vals []byte) (*huffTable, error) {
 		for i := 0; i < n; i++ {
 			s := vals[k]
 			if s > 16 {
-				return nil, fmt.Errorf("Huffman table: symbol %d is not a lossless difference category (0 to 16)", s)
+				return nil, fmt.Errorf("the Huffman table: symbol %d is not a lossless difference category (0 to 16)", s)
 			}
 			if l <= lutBits {
 				lo := code << (lutBits - l)
@@ -93,7 +93,7 @@ func buildHuff(counts []byte, vals []byte) (*huffTable, error) {
 		// Every code of this length must fit in l bits (the all-ones code
 		// included: T.81 reserves it, but decoders accept it).
 		if code > 1<<l {
-			return nil, errors.New("Huffman table: more codes than the lengths allow")
+			return nil, errors.New("the Huffman table has more codes than the lengths allow")
 		}
 		code <<= 1
 	}

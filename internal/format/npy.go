@@ -406,7 +406,7 @@ func pyBool(b bool) string {
 }
 
 func init() {
-	register(Format{Kind: KindNpy, Rank: 1, Doc: "numpy .npy, every fixed-size dtype, C and Fortran order", Exts: []string{".npy"}, SniffOrder: 10,
+	register(Format{Kind: KindNpy, InTar: true, Rank: 1, Doc: "numpy .npy, every fixed-size dtype, C and Fortran order", Exts: []string{".npy"}, SniffOrder: 10,
 		Sniff:    func(b []byte) bool { return strings.HasPrefix(string(b[:min(len(b), 6)]), NpyMagic) },
 		Preamble: func(h Header, _ string) ([]byte, error) { return EncodeNpyFile(h), nil }})
 }

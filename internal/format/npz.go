@@ -631,7 +631,7 @@ func (p *placeWriter) Write(b []byte) (int, error) {
 }
 
 func init() {
-	register(Format{Kind: KindNpz, Rank: 5, Doc: "numpy savez / savez_compressed archives, member by member", Noun: "an npz archive", Exts: []string{".npz"}, Container: true, SniffOrder: 20,
+	register(Format{Kind: KindNpz, InTar: true, Rank: 5, Doc: "numpy savez / savez_compressed archives, member by member", Noun: "an npz archive", Exts: []string{".npz"}, Container: true, SniffOrder: 20,
 		Sniff: func(b []byte) bool { return strings.HasPrefix(string(b[:min(len(b), 4)]), zipMagic) },
 		Open:  openNpz, Create: createNpz, CreateAt: createNpzAt})
 }

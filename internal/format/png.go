@@ -282,7 +282,7 @@ func EncodePNG(w io.Writer, h Header, data []byte) error {
 }
 
 func init() {
-	register(Format{Kind: KindPNG, Rank: 7, Doc: "8- and 16-bit PNG images as uint8/uint16 [H, W] or [H, W, C]", Exts: []string{".png"}, Sniff: SniffPNG, SniffOrder: 40,
+	register(Format{Kind: KindPNG, InTar: true, Rank: 7, Doc: "8- and 16-bit PNG images as uint8/uint16 [H, W] or [H, W, C]", Exts: []string{".png"}, Sniff: SniffPNG, SniffOrder: 40,
 		Decode: func(b []byte, want *DType) (Header, []byte, string, error) {
 			h, data, err := DecodePNG(b)
 			if err == nil && want != nil {

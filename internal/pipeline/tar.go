@@ -394,8 +394,8 @@ func transformMember(opts Options, name string, data, out []byte) ([]byte, *Resu
 	if kind == "" {
 		kind = format.Sniff(data)
 	}
-	if kind == "" || kind == format.KindTar || kind == format.KindRaw {
-		return nil, nil, errors.New("is not a tensor file depthspace reads by itself (npy, json, npz, safetensors, png, onnx)")
+	if f := format.Lookup(kind); f == nil || !format.ReadsAlone(f) {
+		return nil, nil, fmt.Errorf("is not a tensor file depthspace reads by itself (%s)", strings.Join(format.Names(format.ReadsAlone), ", "))
 	}
 	sub.From, sub.To = kind, kind
 	t, err := decode(sub.Source, &fileio.Input{Data: data})
@@ -479,8 +479,9 @@ func tarErr(err error) error {
 }
 
 // decodeTar reads the tensor members of a tar shard for the commands that
-// read tensors (info, compare): every regular .npy, .npz, .safetensors and
-// .png member (a WebDataset .json is metadata), named by its member name
+// read tensors (info, compare): every regular member of a format
+// registered InTar (npy, npz, safetensors, png, dng; a WebDataset .json is
+// metadata), named by its member name
 // (an npz or safetensors member's tensors as MEMBER/NAME). Their data are slices of the mapped
 // shard where the format stores bytes as they are (npy, safetensors).
 func decodeTar(src Source, in *fileio.Input) (*Tensor, error) {
@@ -505,7 +506,7 @@ func decodeTar(src Source, in *fileio.Input) (*Tensor, error) {
 		switch {
 		case hdr.Typeflag != tar.TypeReg:
 			continue
-		case kind == format.KindNpy, kind == format.KindNpz, kind == format.KindSafetensors, kind == format.KindPNG:
+		case format.InTarShard(kind):
 		default:
 			continue
 		}
@@ -539,7 +540,13 @@ func decodeTar(src Source, in *fileio.Input) (*Tensor, error) {
 		}
 	}
 	if len(container.members) == 0 {
-		return nil, errors.New("the tar shard holds no tensor member (.npy, .npz, .safetensors, .png)")
+		var exts []string
+		for _, f := range format.All() {
+			if f.InTar {
+				exts = append(exts, f.Exts...)
+			}
+		}
+		return nil, fmt.Errorf("the tar shard holds no tensor member (%s)", strings.Join(exts, ", "))
 	}
 	sh.refs.Store(int32(len(container.members)))
 	return container, nil
