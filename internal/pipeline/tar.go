@@ -108,196 +108,258 @@ const maxTarMember = 16 << 30
 
 // copyTar reads the shard from r — all, when not nil, being its whole
 // content, from which r reads, and drop telling it how much of all is
-// done with — and writes the result to w.
+// done with — and writes the result to w: every member in order, the
+// tensor members worked on, the others copied through byte for byte.
 func copyTar(opts Options, r io.Reader, all []byte, drop func(int64), w io.Writer) (res *Result, err error) {
-	name := displayInput(opts.Path)
-	var br *bytes.Reader
-	if all != nil {
-		br = r.(*bytes.Reader)
+	c := newTarCopy(opts, r, all, drop, w)
+	defer c.sw.stop()
+	if c.br != nil {
 		// A mapped shard truncated by another process faults on access:
 		// an error, not a crash.
 		defer func() {
 			if r := recover(); r != nil {
-				res, err = nil, pathErr(name, fmt.Errorf("input could not be read (was the file truncated while in use?): %v", r))
+				res, err = nil, pathErr(c.name, fmt.Errorf("input could not be read (was the file truncated while in use?): %v", r))
 			}
 		}()
 		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	} else {
-		// archive/tar reads in 512-byte blocks.
-		r = bufio.NewReaderSize(r, 1<<20)
 	}
+	for {
+		hdr, raw, err := c.nextHeader()
+		if err != nil {
+			return nil, err
+		}
+		if hdr == nil {
+			break // the end of the archive
+		}
+		if hdr.Typeflag != tar.TypeReg || !isTensorMember(opts.Members, hdr.Name) {
+			err = c.copyThrough(hdr, raw)
+		} else {
+			err = c.work(hdr, raw)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c.finish()
+}
+
+// tarCopy is the state of one copyTar.
+type tarCopy struct {
+	opts Options
+	name string        // the input, for messages
+	br   *bytes.Reader // the mapped shard's reader; nil when streamed
+	all  []byte        // the mapped shard
+	drop func(int64)
 	// A member's header is copied as it is — its one 512-byte block —
 	// when its size stays the same: encoding it again (archive/tar's
 	// Writer) cost as much as a fifth of a shard's time. Headers of more
 	// blocks (PAX records, GNU long names) and changed sizes are encoded.
-	tap := &headerTap{r: r}
-	var next, pad int64 // mapped: where the next header starts; streamed: the padding tar skips first
-	var dataAt int64    // mapped: where the member's content starts
-	var dropped int64   // mapped: the shard's bytes let go
-	var last string     // the name of the member read last
-	tr := tar.NewReader(tap)
-	sw := newShardWriter(w)
-	defer sw.stop()
-	var in []byte // a streamed member, reused
-	plans := map[string]*ops.Plan{}
-	res = &Result{Input: opts.Path, Output: opts.Output}
-	// content is the member's bytes: a slice of the shard, or read.
-	content := func(hdr *tar.Header) ([]byte, error) {
-		if br == nil {
-			data, err := readMember(tr, hdr.Size, in[:0])
-			in = data
-			return data, err
-		}
-		off := dataAt
-		if hdr.Size > int64(len(all))-off {
-			return nil, io.ErrUnexpectedEOF
-		}
-		return all[off : off+hdr.Size : off+hdr.Size], nil
+	tap     *headerTap
+	tr      *tar.Reader
+	sw      *shardWriter
+	fast    bool   // mapped: headers read by plainMember, until the first that is not plain
+	next    int64  // mapped: where the next header starts
+	pad     int64  // streamed: the padding tar skips first
+	dataAt  int64  // mapped: where the member's content starts
+	dropped int64  // mapped: the shard's bytes let go
+	last    string // the name of the member read last
+	in      []byte // a streamed member, reused
+	plans   map[string]*ops.Plan
+	res     *Result
+	worked  int
+}
+
+func newTarCopy(opts Options, r io.Reader, all []byte, drop func(int64), w io.Writer) *tarCopy {
+	c := &tarCopy{opts: opts, name: displayInput(opts.Path), all: all, drop: drop,
+		plans: map[string]*ops.Plan{}, res: &Result{Input: opts.Path, Output: opts.Output}}
+	if all != nil {
+		c.br = r.(*bytes.Reader)
+	} else {
+		// archive/tar reads in 512-byte blocks.
+		r = bufio.NewReaderSize(r, 1<<20)
 	}
+	c.tap = &headerTap{r: r}
+	c.tr = tar.NewReader(c.tap)
+	c.sw = newShardWriter(w)
 	// A mapped shard's plain headers are read here (plainMember) until
 	// the first that is not; from there on archive/tar reads them.
-	fast := br != nil
-	worked := 0
-	for {
-		var hdr *tar.Header
-		var raw []byte // the member's header blocks as they are in the input
-		if fast {
-			if h, ok := plainMember(all, next); ok {
-				hdr, raw, dataAt = h, all[next:next+512], next+512
-				next = dataAt + (h.Size+511)/512*512
-			} else {
-				// archive/tar from this header on.
-				fast = false
-				if _, err := br.Seek(next, io.SeekStart); err != nil {
-					return nil, pathErr(name, err)
-				}
-				tr = tar.NewReader(tap)
-			}
+	c.fast = c.br != nil
+	return c
+}
+
+// nextHeader reads the next member's header, and its blocks as they are
+// in the input when they can be copied as they are (raw); a nil header
+// at the end of the archive, which must end where a tar may.
+func (c *tarCopy) nextHeader() (hdr *tar.Header, raw []byte, err error) {
+	if c.fast {
+		if h, ok := plainMember(c.all, c.next); ok {
+			raw, c.dataAt = c.all[c.next:c.next+512], c.next+512
+			c.next = c.dataAt + (h.Size+511)/512*512
+			c.last = h.Name
+			return h, raw, nil
 		}
-		if hdr == nil {
-			tap.rec, tap.on = tap.rec[:0], br == nil
-			h, err := tr.Next()
-			tap.on = false
-			if err == io.EOF {
-				pos := tap.n // streamed: what archive/tar read, the whole input
-				if br != nil {
-					// Where archive/tar stopped (a seek may go past the end).
-					pos, _ = br.Seek(0, io.SeekCurrent)
-					pos = min(pos, int64(len(all)))
-				}
-				if err := tarEnd(pos, last); err != nil {
-					return nil, pathErr(name, err)
-				}
-				break
-			}
-			if err != nil {
-				return nil, pathErr(name, tarErr(err))
-			}
-			if isSparse(h) {
-				return nil, pathErr(name, sparseErr(h))
-			}
-			hdr = h
-			if br != nil {
-				dataAt = br.Size() - int64(br.Len())
-				raw, next = all[next:dataAt], dataAt+(hdr.Size+511)/512*512
-			} else if int64(len(tap.rec)) >= pad {
-				raw, pad = tap.rec[pad:], (512-hdr.Size%512)%512
-			}
-			if !plainHeader(raw, hdr) {
-				raw = nil
-			}
+		// archive/tar from this header on.
+		c.fast = false
+		if _, err := c.br.Seek(c.next, io.SeekStart); err != nil {
+			return nil, nil, pathErr(c.name, err)
 		}
-		last = hdr.Name
-		memberErr := func(err error) error {
-			return pathErr(name, fmt.Errorf("member %q: %w", hdr.Name, tarErr(err)))
+		c.tr = tar.NewReader(c.tap)
+	}
+	c.tap.rec, c.tap.on = c.tap.rec[:0], c.br == nil
+	h, err := c.tr.Next()
+	c.tap.on = false
+	if err == io.EOF {
+		pos := c.tap.n // streamed: what archive/tar read, the whole input
+		if c.br != nil {
+			// Where archive/tar stopped (a seek may go past the end).
+			pos, _ = c.br.Seek(0, io.SeekCurrent)
+			pos = min(pos, int64(len(c.all)))
 		}
-		if hdr.Typeflag != tar.TypeReg || !isTensorMember(opts.Members, hdr.Name) {
-			// Copied through byte for byte.
-			if err := sw.header(hdr, raw); err != nil {
-				return nil, pathErr(name, err)
-			}
-			if br != nil && hdr.Size > 0 {
-				data, err := content(hdr)
-				if err != nil {
-					return nil, memberErr(err)
-				}
-				if err := sw.write(data); err != nil {
-					return nil, pathErr(displayName(opts.Output), err)
-				}
-			} else if err := sw.copyFrom(tr, hdr.Size); err != nil {
-				var we *tarWriteError
-				if errors.As(err, &we) {
-					return nil, pathErr(displayName(opts.Output), we.err)
-				}
-				return nil, memberErr(err)
-			}
-			continue
+		if err := tarEnd(pos, c.last); err != nil {
+			return nil, nil, pathErr(c.name, err)
 		}
-		if hdr.Size > maxTarMember {
-			return nil, pathErr(name, fmt.Errorf("member %q claims %d bytes: more than one member may hold (%d)", hdr.Name, hdr.Size, int64(maxTarMember)))
-		}
-		data, err := content(hdr)
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, pathErr(c.name, tarErr(err))
+	}
+	if isSparse(h) {
+		return nil, nil, pathErr(c.name, sparseErr(h))
+	}
+	if c.br != nil {
+		c.dataAt = c.br.Size() - int64(c.br.Len())
+		raw, c.next = c.all[c.next:c.dataAt], c.dataAt+(h.Size+511)/512*512
+	} else if int64(len(c.tap.rec)) >= c.pad {
+		raw, c.pad = c.tap.rec[c.pad:], (512-h.Size%512)%512
+	}
+	if !plainHeader(raw, h) {
+		raw = nil
+	}
+	c.last = h.Name
+	return h, raw, nil
+}
+
+// content is the member's bytes: a slice of the mapped shard, or read.
+func (c *tarCopy) content(hdr *tar.Header) ([]byte, error) {
+	if c.br == nil {
+		data, err := readMember(c.tr, hdr.Size, c.in[:0])
+		c.in = data
+		return data, err
+	}
+	off := c.dataAt
+	if hdr.Size > int64(len(c.all))-off {
+		return nil, io.ErrUnexpectedEOF
+	}
+	return c.all[off : off+hdr.Size : off+hdr.Size], nil
+}
+
+// memberErr says which member of the input an error is about.
+func (c *tarCopy) memberErr(hdr *tar.Header, err error) error {
+	return pathErr(c.name, fmt.Errorf("member %q: %w", hdr.Name, tarErr(err)))
+}
+
+// outputErr is a failure to write the output.
+func (c *tarCopy) outputErr(err error) error {
+	return pathErr(displayName(c.opts.Output), err)
+}
+
+// copyThrough copies a member that is not worked on, byte for byte.
+func (c *tarCopy) copyThrough(hdr *tar.Header, raw []byte) error {
+	if err := c.sw.header(hdr, raw); err != nil {
+		return pathErr(c.name, err)
+	}
+	if c.br != nil && hdr.Size > 0 {
+		data, err := c.content(hdr)
 		if err != nil {
-			return nil, memberErr(err)
+			return c.memberErr(hdr, err)
 		}
-		h := *hdr
-		var mres *Result
-		if job, ok, err := npyMember(opts, plans, hdr.Name, data); err != nil {
-			return nil, memberErr(err)
-		} else if ok {
-			// The kernel writes straight into the output's buffer.
-			if int64(job.size()) != h.Size {
-				h.Size, raw = int64(job.size()), nil
-			}
-			if err := sw.header(&h, raw); err != nil {
-				return nil, pathErr(name, err)
-			}
-			if err := job.run(sw.reserve(job.size())); err != nil {
-				return nil, memberErr(err)
-			}
-			sw.pad(job.size())
-			mres = job.res
-		} else {
-			b, r, err := transformMember(opts, hdr.Name, data, nil)
-			if err != nil {
-				return nil, memberErr(err)
-			}
-			if int64(len(b)) != h.Size {
-				h.Size, raw = int64(len(b)), nil
-			}
-			if err := sw.header(&h, raw); err != nil {
-				return nil, pathErr(name, err)
-			}
-			if err := sw.write(b); err != nil {
-				return nil, pathErr(displayName(opts.Output), err)
-			}
-			mres = r
+		if err := c.sw.write(data); err != nil {
+			return c.outputErr(err)
 		}
-		if err := sw.failed(); err != nil {
-			return nil, pathErr(displayName(opts.Output), err)
-		}
-		if next-dropped >= 8<<20 {
-			// Memory holds a window of the mapped shard, whatever its size.
-			drop(next)
-			dropped = next
-		}
-		worked++
-		res.Members = append(res.Members, mres)
-		res.Bytes += mres.Bytes
+		return nil
 	}
-	if worked == 0 {
+	if err := c.sw.copyFrom(c.tr, hdr.Size); err != nil {
+		var we *tarWriteError
+		if errors.As(err, &we) {
+			return c.outputErr(we.err)
+		}
+		return c.memberErr(hdr, err)
+	}
+	return nil
+}
+
+// work runs the job on a tensor member: an npy member by the kernel
+// straight into the output's buffer, another in its own format.
+func (c *tarCopy) work(hdr *tar.Header, raw []byte) error {
+	if hdr.Size > maxTarMember {
+		return pathErr(c.name, fmt.Errorf("member %q claims %d bytes: more than one member may hold (%d)", hdr.Name, hdr.Size, int64(maxTarMember)))
+	}
+	data, err := c.content(hdr)
+	if err != nil {
+		return c.memberErr(hdr, err)
+	}
+	h := *hdr
+	var mres *Result
+	if job, ok, err := npyMember(c.opts, c.plans, hdr.Name, data); err != nil {
+		return c.memberErr(hdr, err)
+	} else if ok {
+		if int64(job.size()) != h.Size {
+			h.Size, raw = int64(job.size()), nil
+		}
+		if err := c.sw.header(&h, raw); err != nil {
+			return pathErr(c.name, err)
+		}
+		if err := job.run(c.sw.reserve(job.size())); err != nil {
+			return c.memberErr(hdr, err)
+		}
+		c.sw.pad(job.size())
+		mres = job.res
+	} else {
+		b, r, err := transformMember(c.opts, hdr.Name, data, nil)
+		if err != nil {
+			return c.memberErr(hdr, err)
+		}
+		if int64(len(b)) != h.Size {
+			h.Size, raw = int64(len(b)), nil
+		}
+		if err := c.sw.header(&h, raw); err != nil {
+			return pathErr(c.name, err)
+		}
+		if err := c.sw.write(b); err != nil {
+			return c.outputErr(err)
+		}
+		mres = r
+	}
+	if err := c.sw.failed(); err != nil {
+		return c.outputErr(err)
+	}
+	if c.next-c.dropped >= 8<<20 {
+		// Memory holds a window of the mapped shard, whatever its size.
+		c.drop(c.next)
+		c.dropped = c.next
+	}
+	c.worked++
+	c.res.Members = append(c.res.Members, mres)
+	c.res.Bytes += mres.Bytes
+	return nil
+}
+
+// finish ends the output shard: a shard with nothing worked on is an
+// error (a --member matching nothing).
+func (c *tarCopy) finish() (*Result, error) {
+	if c.worked == 0 {
 		what := "no .npy member"
-		if len(opts.Members) > 0 {
-			what = "no member matching --member " + strings.Join(opts.Members, " --member ")
+		if len(c.opts.Members) > 0 {
+			what = "no member matching --member " + strings.Join(c.opts.Members, " --member ")
 		}
-		return nil, pathErr(name, fmt.Errorf("the tar shard has %s: nothing to do", what))
+		return nil, pathErr(c.name, fmt.Errorf("the tar shard has %s: nothing to do", what))
 	}
-	if err := sw.close(); err != nil {
-		return nil, pathErr(displayName(opts.Output), err)
+	if err := c.sw.close(); err != nil {
+		return nil, c.outputErr(err)
 	}
-	first := res.Members[0]
-	res.InShape, res.OutShape, res.DType = first.InShape, first.OutShape, first.DType
-	return res, nil
+	first := c.res.Members[0]
+	c.res.InShape, c.res.OutShape, c.res.DType = first.InShape, first.OutShape, first.DType
+	return c.res, nil
 }
 
 // isTensorMember says whether a regular member is worked on: .npy members
