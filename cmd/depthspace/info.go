@@ -233,8 +233,8 @@ func writeInfo(w io.Writer, in *pipeline.Info) error {
 	switch {
 	case in.Format == "npz" && in.Compressed:
 		kind += " member, deflated, npy " + in.NpyVersion
-	case in.Format == "npz":
-		kind += " member, npy " + in.NpyVersion
+	case in.NpyVersion != "" && format.IsContainer(format.Kind(in.Format)):
+		kind += " member, npy " + in.NpyVersion // an npy file inside (npz, Polygraphy's base64)
 	case in.NpyVersion != "":
 		kind += " " + in.NpyVersion
 	}
