@@ -17,27 +17,6 @@ import (
 	fileio "github.com/depthspace/depthspace/internal/io"
 )
 
-// PathError is an error about one input or output. The command line prints
-// it as "depthspace: PATH: what is wrong".
-type PathError struct {
-	Path string
-	Err  error
-}
-
-func (e *PathError) Error() string { return e.Path + ": " + e.Err.Error() }
-func (e *PathError) Unwrap() error { return e.Err }
-
-func pathErr(path string, err error) error {
-	var pe *PathError
-	if errors.As(err, &pe) {
-		return err
-	}
-	if path == "-" {
-		path = "stdin"
-	}
-	return &PathError{Path: path, Err: err}
-}
-
 // Source says how to read an input.
 type Source struct {
 	Path  string      // "-" is standard input
@@ -170,39 +149,6 @@ func (t *Tensor) load(streams bool) error {
 	}
 	t.scratch = f
 	return nil
-}
-
-// scratchWriter writes a scratch file, its errors marked as such.
-type scratchWriter struct{ f *os.File }
-
-func (w scratchWriter) Write(p []byte) (int, error) {
-	n, err := w.f.Write(p)
-	if err != nil {
-		err = &scratchError{op: "writing", err: err}
-	}
-	return n, err
-}
-
-// scratchError is a failure to make or write a scratch file (a full or
-// missing TMPDIR), not a fault of the input or the output.
-type scratchError struct {
-	op  string // making, writing
-	err error
-}
-
-func (e *scratchError) Error() string {
-	return fmt.Sprintf("%s: %s a scratch file there (TMPDIR): %v", os.TempDir(), e.op, unwrapOS(e.err))
-}
-func (e *scratchError) Unwrap() error { return e.err }
-
-// unwrapOS drops the path of an *os.PathError (a scratch file's is
-// meaningless: it is unlinked).
-func unwrapOS(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // inflateErr says which input and member could not be inflated.

@@ -435,30 +435,6 @@ func preambleFor(kind format.Kind, h format.Header, name string) ([]byte, error)
 	return f.Preamble(h, name)
 }
 
-// memberErr names the npz member an error is about.
-func memberErr(t *Tensor, err error) error {
-	if format.IsContainer(t.Kind) && t.Name != "" {
-		return &memberError{fmt.Errorf("%s member %q: %w", t.Kind, t.Name, err)}
-	}
-	return err
-}
-
-// memberError is an error that names the member it is about.
-type memberError struct{ err error }
-
-func (e *memberError) Error() string { return e.err.Error() }
-func (e *memberError) Unwrap() error { return e.err }
-
-// inMember names the output member an error is about, unless it already
-// names one (an input member that could not be inflated).
-func inMember(kind format.Kind, name string, err error) error {
-	var me *memberError
-	if errors.As(err, &me) {
-		return err
-	}
-	return fmt.Errorf("%s member %q: %w", kind, name, err)
-}
-
 func displayInput(path string) string {
 	if path == "-" {
 		return "stdin"
