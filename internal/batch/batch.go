@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -174,6 +175,14 @@ func Run(opts Options) (*Summary, error) {
 	// otherwise ignore SIGINT around its first replacement until the
 	// handler is in (fileio's replaceAnon), and its cost is paid once.
 	fileio.HandleSignals()
+	// The collector runs at a quarter of its default pace (unless GOGC
+	// says otherwise): a batch's Go heap is a few MiB whatever its files
+	// (their bytes are in mapped buffers, not on the heap), and with the
+	// default it collected after every few small files: 10,000 files of
+	// 144 bytes took 0.88x the time, peak RSS 29 instead of 17 MiB.
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(400))
+	}
 	// Threads workers take the files in order. A worker lives for the
 	// whole batch (a goroutine per file grew a new stack for each: 7% of
 	// a batch of small files) and takes the next file once its share of
