@@ -200,6 +200,16 @@ set -e
 grep -q "z.npy" "$T/compare2.out" || fail "compare does not name z.npy: $(cat "$T/compare2.out")"
 step "compare s3://dst/s2d/ DIR: equal (exit 0), one file changed (exit 1, named)"
 
+# --- an --out-dir inside the input prefix ----------------------------------
+"$DS" convert --out-dir s3://dst/nested/ "$T/data/tree" 2>/dev/null || fail "upload of dst/nested/"
+for run in 1 2; do # the second run must not take the first one's outputs for inputs
+  "$DS" s2d -b 2 --out-dir s3://dst/nested/back/ s3://dst/nested/ 2>"$T/nested.err" || fail "nested run $run: $(cat "$T/nested.err")"
+  grep -q "^depthspace: 23 files: 23 done" "$T/nested.err" || fail "run $run into an --out-dir inside its input prefix: $(cat "$T/nested.err")"
+done
+expect_same() { set +e; "$DS" s2d -b 2 --out-dir s3://dst/nested s3://dst/nested/ >/dev/null 2>"$T/same.err"; local st=$?; set -e; echo $st; }
+[ "$(expect_same)" = 2 ] && grep -q "is the output prefix too" "$T/same.err" || fail "--out-dir equal to the input prefix: $(cat "$T/same.err")"
+step "--out-dir inside the input prefix: its keys are not inputs (23 files again); the same prefix refused"
+
 # --- --shard auto -------------------------------------------------------------
 for id in 1 2 3; do
   SLURM_ARRAY_TASK_ID=$id SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_MAX=3 SLURM_ARRAY_TASK_STEP=1 SLURM_ARRAY_TASK_COUNT=3 \

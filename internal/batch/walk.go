@@ -106,6 +106,9 @@ func newLister(inputs []string, outDir string, outInfo os.FileInfo, to format.Ki
 	l := &lister{to: to, outDir: outDir}
 	for i, arg := range inputs {
 		src, err := argSource(i, arg, outInfo)
+		if err == nil {
+			src, err = skipOutDir(src, arg, outDir) // walk_objects.go
+		}
 		if err != nil {
 			return nil, err
 		}

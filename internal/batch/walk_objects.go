@@ -2,8 +2,10 @@ package batch
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 
 	fileio "github.com/depthspace/depthspace/internal/io"
 	"github.com/depthspace/depthspace/internal/objstore"
@@ -95,4 +97,38 @@ func IsDir(path string) bool {
 	}
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir()
+}
+
+// skipOutDir keeps a prefix's walk out of an s3:// --out-dir, as a
+// directory walk keeps out of the output directory: keys under the
+// output prefix are not inputs (a rerun would take the outputs for
+// inputs), and an input prefix that is the output prefix is refused.
+func skipOutDir(src source, arg, outDir string) (source, error) {
+	l, ok := src.(*itemList)
+	if !ok || !isObject(arg) || !isObject(outDir) {
+		return src, nil
+	}
+	in, err1 := objstore.ParseURL(arg)
+	out, err2 := objstore.ParseURL(outDir)
+	if err1 != nil || err2 != nil || in.Bucket != out.Bucket {
+		return src, nil
+	}
+	dirKey := func(k string) string {
+		if k != "" && !strings.HasSuffix(k, "/") {
+			k += "/"
+		}
+		return k
+	}
+	if dirKey(in.Key) == dirKey(out.Key) {
+		return nil, &pipeline.PathError{Path: arg, Err: errors.New("is the output prefix too; --out-dir must be another prefix")}
+	}
+	skip := objstore.Scheme + out.Bucket + "/" + dirKey(out.Key)
+	kept := l.items[:0]
+	for _, it := range l.items {
+		if !strings.HasPrefix(it.input, skip) {
+			kept = append(kept, it)
+		}
+	}
+	l.items = kept
+	return l, nil
 }

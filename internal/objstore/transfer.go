@@ -134,20 +134,22 @@ func (s *Store) Upload(ctx context.Context, u URL, f *os.File, size int64) error
 		return s.describe(err)
 	}
 	started := time.Now()
-	up, err := s.begin(ctx, u)
-	if err != nil {
-		return err
-	}
-	parts := int((size + partSize - 1) / partSize)
-	done := make([]minio.CompletePart, parts)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	parts := int((size + partSize - 1) / partSize)
+	workers := min(streams, parts)
+	var wg sync.WaitGroup // the part workers; counted before AbortAll can see them
+	wg.Add(workers)
+	up, err := s.begin(ctx, u, cancel, &wg)
+	if err != nil {
+		wg.Add(-workers)
+		return err
+	}
+	done := make([]minio.CompletePart, parts)
 	var next atomic.Int64
 	var first error
 	var once sync.Once
-	var wg sync.WaitGroup
-	for range min(streams, parts) {
-		wg.Add(1)
+	for range workers {
 		go func() {
 			defer wg.Done()
 			for {
@@ -178,6 +180,12 @@ func (s *Store) Upload(ctx context.Context, u URL, f *os.File, size int64) error
 		first = s.describe(err)
 	}
 	if first != nil {
+		if interrupted.Load() {
+			// AbortAll stopped the parts: the signal handler ends the
+			// process with its status once the upload is aborted; this
+			// failure is not the run's to report.
+			select {}
+		}
 		up.abort()
 		return first
 	}
@@ -219,9 +227,11 @@ func (s *Store) partOptions() minio.PutObjectPartOptions {
 
 // An upload in flight, known to AbortAll.
 type upload struct {
-	s  *Store
-	u  URL
-	id string
+	s      *Store
+	u      URL
+	id     string
+	cancel context.CancelFunc // stops the parts in flight
+	parts  *sync.WaitGroup    // done when they have stopped
 }
 
 var (
@@ -236,7 +246,11 @@ var (
 
 var errClosing = errors.New("interrupted")
 
-func (s *Store) begin(ctx context.Context, u URL) (*upload, error) {
+// interrupted: AbortAll has begun (a signal); uploads it stops wait for
+// the exit rather than report their failure.
+var interrupted atomic.Bool
+
+func (s *Store) begin(ctx context.Context, u URL, cancel context.CancelFunc, parts *sync.WaitGroup) (*upload, error) {
 	uploadsMu.RLock()
 	defer uploadsMu.RUnlock()
 	if closing {
@@ -246,7 +260,7 @@ func (s *Store) begin(ctx context.Context, u URL) (*upload, error) {
 	if err != nil {
 		return nil, s.describe(err)
 	}
-	up := &upload{s: s, u: u, id: id}
+	up := &upload{s: s, u: u, id: id, cancel: cancel, parts: parts}
 	listMu.Lock()
 	uploads[up] = true
 	listMu.Unlock()
@@ -264,8 +278,31 @@ func (up *upload) finish() {
 func (up *upload) abort() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_ = up.s.core.AbortMultipartUpload(ctx, up.u.Bucket, up.u.Key, up.id)
+	up.abortFully(ctx)
 	up.finish()
+}
+
+// abortFully aborts the upload until the server no longer lists it. A
+// part whose body had arrived when the abort came may still be stored
+// after it, and bring the upload back: S3's documentation says to abort
+// again until it is gone (versitygw did this here under SIGINT, 1 run of
+// 3: a part written after the abort left the upload listed).
+func (up *upload) abortFully(ctx context.Context) {
+	for try := 0; try < 5 && ctx.Err() == nil; try++ {
+		_ = up.s.core.AbortMultipartUpload(ctx, up.u.Bucket, up.u.Key, up.id)
+		res, err := up.s.core.ListMultipartUploads(ctx, up.u.Bucket, up.u.Key, "", "", "", 1000)
+		if err != nil {
+			return
+		}
+		listed := false
+		for _, m := range res.Uploads {
+			listed = listed || m.UploadID == up.id
+		}
+		if !listed {
+			return
+		}
+		time.Sleep(100 * time.Millisecond << try)
+	}
 }
 
 // AbortAll aborts every multipart upload in flight, at once, waiting at
@@ -273,6 +310,7 @@ func (up *upload) abort() {
 // before the process exits. Single PUTs need nothing: the server drops a
 // body cut short when the connection closes with the process.
 func AbortAll() {
+	interrupted.Store(true)
 	uploadsMu.Lock() // kept until exit
 	closing = true
 	listMu.Lock()
@@ -288,7 +326,17 @@ func AbortAll() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = up.s.core.AbortMultipartUpload(ctx, up.u.Bucket, up.u.Key, up.id)
+			// The parts in flight first: their connections closed, the
+			// server drops their bodies instead of storing them after
+			// the abort (a second or so at most to see them stop).
+			up.cancel()
+			stopped := make(chan struct{})
+			go func() { up.parts.Wait(); close(stopped) }()
+			select {
+			case <-stopped:
+			case <-time.After(time.Second):
+			}
+			up.abortFully(ctx)
 		}()
 	}
 	wg.Wait()
