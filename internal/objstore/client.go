@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -13,21 +14,28 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 )
 
-// Store is a client of one S3 endpoint.
+// Store is a client of one S3 endpoint: our own, over net/http (see
+// docs/objects.md: a client library cost every run of the tool, S3 or
+// not, its start-up time and half the binary).
 type Store struct {
-	core     minio.Core
+	hc       *http.Client
+	scheme   string // "http" or "https"
+	host     string // "127.0.0.1:7070" or "s3.amazonaws.com"
+	aws      bool   // AWS itself: virtual-host addressing, regions per bucket
+	creds    Creds
+	region   string
 	endpoint string // for error messages: "http://127.0.0.1:7070" or "s3.amazonaws.com"
+
+	mu      sync.Mutex
+	regions map[string]string // AWS: a bucket's region, as AWS named it
 }
 
 // retries is how many times a request that failed transiently (a 5xx, a
-// timeout, a reset connection) is tried again, with exponential backoff
-// (minio-go's: 200 ms doubling, at most 1 s apart, with jitter). A dead
-// server is then reported within seconds, not minutes.
+// timeout, a reset or refused connection, a body that breaks off) is
+// tried again, with exponential backoff (200 ms doubling, at most 1 s
+// apart). A dead server is then reported within seconds, not minutes.
 const retries = 5
 
 var (
@@ -51,33 +59,6 @@ func Default() (*Store, error) {
 	return defaultStore, defaultErr
 }
 
-// Credentials resolves the credentials as the AWS CLI does:
-// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, else
-// the profile of the shared credentials and config files (static keys,
-// credential_process and SSO, through minio-go's FileAWSCredentials),
-// else none: anonymous requests, for public buckets. A profile that
-// AWS_PROFILE names and that yields no credentials is an error.
-func Credentials(cfg *Config, getenv func(string) string) (*credentials.Credentials, error) {
-	if getenv("AWS_ACCESS_KEY_ID") != "" && getenv("AWS_SECRET_ACCESS_KEY") != "" {
-		return credentials.NewStaticV4(getenv("AWS_ACCESS_KEY_ID"), getenv("AWS_SECRET_ACCESS_KEY"), getenv("AWS_SESSION_TOKEN")), nil
-	}
-	// minio-go reads both files (AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE
-	// or their places under $HOME/.aws), the credentials file's keys over
-	// the config file's.
-	file := &credentials.FileAWSCredentials{Profile: cfg.Profile}
-	v, err := file.RetrieveWithCredContext(nil)
-	switch {
-	case err == nil && v.AccessKeyID != "":
-		return credentials.New(file), nil
-	case cfg.ProfileSet:
-		if err == nil {
-			err = errors.New("no credentials in it")
-		}
-		return nil, fmt.Errorf("AWS_PROFILE %s: %v", cfg.Profile, oneLine(err.Error()))
-	}
-	return credentials.New(&credentials.Static{Value: credentials.Value{SignerType: credentials.SignatureAnonymous}}), nil
-}
-
 // New builds a client from cfg.
 func New(cfg *Config, getenv func(string) string) (*Store, error) {
 	host, secure, pathStyle, err := cfg.Host()
@@ -88,15 +69,26 @@ func New(cfg *Config, getenv func(string) string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr, err := minio.DefaultTransport(secure)
-	if err != nil {
-		return nil, err
+	tr := &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		// An unreachable endpoint is said so in seconds, a stalled server
+		// (no response headers) in 30 s.
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ResponseHeaderTimeout: 30 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		// Connections are kept and reused: up to 8 transfers at once, and
+		// the batch's workers, each with its own.
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     time.Minute,
+		// Bodies are sent at once: no "Expect: 100-continue" is sent, so
+		// no wait for an answer that some servers never give.
+		// Ranged GETs must come as stored, not gzip-decoded.
+		DisableCompression: true,
 	}
-	// An unreachable endpoint is said so in seconds; a stalled server
-	// (no response headers) in 30 s rather than minio-go's minute.
-	tr.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	tr.ResponseHeaderTimeout = 30 * time.Second
-	tr.MaxIdleConnsPerHost = 64
+	if secure {
+		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
 	if cfg.CABundle != "" {
 		pem, err := os.ReadFile(cfg.CABundle)
 		if err != nil {
@@ -114,28 +106,28 @@ func New(cfg *Config, getenv func(string) string) (*Store, error) {
 		}
 	}
 	region := cfg.Region
-	if region == "" && cfg.Endpoint != "" {
-		// An S3-compatible server: no bucket-location request before the
-		// first real one.
+	if region == "" {
+		// An S3-compatible server takes any; AWS names a bucket's own in
+		// its answer, which is then asked again (Store.do).
 		region = "us-east-1"
 	}
-	lookup := minio.BucketLookupAuto
-	if pathStyle {
-		lookup = minio.BucketLookupPath
-	}
-	c, err := minio.NewCore(host, &minio.Options{
-		Creds: creds, Secure: secure, Transport: tr, Region: region,
-		BucketLookup: lookup, MaxRetries: retries,
-		TrailingHeaders: true, // a CRC32C trailer on every body (transfer.go)
-	})
-	if err != nil {
-		return nil, err
+	scheme := "http"
+	if secure {
+		scheme = "https"
 	}
 	ep := host
 	if cfg.Endpoint != "" {
 		ep = strings.TrimSuffix(cfg.Endpoint, "/")
 	}
-	return &Store{core: *c, endpoint: ep}, nil
+	return &Store{
+		hc: &http.Client{
+			Transport: tr,
+			// A signed request is never sent elsewhere.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		scheme: scheme, host: host, aws: !pathStyle, creds: creds, region: region, endpoint: ep,
+		regions: map[string]string{},
+	}, nil
 }
 
 // Info is what HEAD says of an object.
@@ -146,21 +138,24 @@ type Info struct {
 
 // Stat asks the server for an object's size (HEAD).
 func (s *Store) Stat(ctx context.Context, u URL) (Info, error) {
-	oi, err := s.core.StatObject(ctx, u.Bucket, u.Key, minio.StatObjectOptions{})
+	resp, err := s.do(ctx, &call{method: http.MethodHead, bucket: u.Bucket, key: u.Key})
 	if err != nil {
 		return Info{}, s.describe(err)
 	}
-	return Info{Size: oi.Size, ETag: oi.ETag}, nil
+	resp.Body.Close()
+	return Info{Size: resp.ContentLength, ETag: resp.Header.Get("ETag")}, nil
 }
 
 // Exists says whether the object is there (HEAD): a missing key is
 // false, any other failure an error.
 func (s *Store) Exists(ctx context.Context, u URL) (bool, error) {
-	_, err := s.core.StatObject(ctx, u.Bucket, u.Key, minio.StatObjectOptions{})
+	resp, err := s.do(ctx, &call{method: http.MethodHead, bucket: u.Bucket, key: u.Key})
 	if err == nil {
+		resp.Body.Close()
 		return true, nil
 	}
-	if r := minio.ToErrorResponse(err); r.StatusCode == http.StatusNotFound && r.Code != "NoSuchBucket" {
+	var r *ResponseError
+	if errors.As(err, &r) && r.StatusCode == http.StatusNotFound && r.Code != "NoSuchBucket" {
 		return false, nil
 	}
 	return false, s.describe(err)
@@ -180,7 +175,7 @@ func (s *Store) ReadFirst(ctx context.Context, u URL, p []byte) (n int, size int
 		n, err = io.ReadFull(r, p[:min(int64(len(p)), total)])
 		return err
 	})
-	if r := minio.ToErrorResponse(rootCause(err)); r.StatusCode == http.StatusRequestedRangeNotSatisfiable {
+	if r := (*ResponseError)(nil); errors.As(err, &r) && r.StatusCode == http.StatusRequestedRangeNotSatisfiable {
 		// An empty object has no byte 0.
 		info, err := s.Stat(ctx, u)
 		return 0, info.Size, err
@@ -197,17 +192,15 @@ func (s *Store) ReadFirst(ctx context.Context, u URL, p []byte) (n int, size int
 func (s *Store) getRange(ctx context.Context, u URL, off, n int64, read func(r io.Reader, size int64) error) error {
 	var err error
 	for try := 0; ; try++ {
-		opts := minio.GetObjectOptions{}
-		if err = opts.SetRange(off, off+n-1); err != nil {
-			return err
-		}
-		var body io.ReadCloser
-		var h http.Header
-		body, _, h, err = s.core.GetObject(ctx, u.Bucket, u.Key, opts)
+		c := &call{method: http.MethodGet, bucket: u.Bucket, key: u.Key,
+			header: http.Header{"Range": {fmt.Sprintf("bytes=%d-%d", off, off+n-1)}}}
+		var resp *http.Response
+		resp, err = s.do(ctx, c)
 		if err != nil {
-			// minio-go retried what could be retried.
+			// do retried what could be retried.
 			return s.describe(err)
 		}
+		body, h := resp.Body, resp.Header
 		size, ok := contentRangeSize(h.Get("Content-Range"))
 		if !ok {
 			body.Close()
@@ -258,19 +251,17 @@ func (s *Store) describe(err error) error {
 	if errors.Is(err, context.Canceled) {
 		return err
 	}
-	r := minio.ToErrorResponse(err)
-	if r.Code != "" || r.StatusCode != 0 {
+	var r *ResponseError
+	if errors.As(err, &r) {
 		msg := strings.TrimSpace(r.Message)
-		if r.Code == "" {
-			r.Code = http.StatusText(r.StatusCode)
+		code := r.Code
+		if code == "" {
+			code = http.StatusText(r.StatusCode)
 		}
-		switch {
-		case msg == "" || strings.HasPrefix(msg, "Error response code"):
-			msg = fmt.Sprintf("%s (HTTP %d)", r.Code, r.StatusCode)
-		case r.StatusCode != 0:
-			msg = fmt.Sprintf("%s: %s (HTTP %d)", r.Code, msg, r.StatusCode)
-		default:
-			msg = r.Code + ": " + msg
+		if msg == "" {
+			msg = fmt.Sprintf("%s (HTTP %d)", code, r.StatusCode)
+		} else {
+			msg = fmt.Sprintf("%s: %s (HTTP %d)", code, msg, r.StatusCode)
 		}
 		return &Error{Msg: "the server says " + oneLine(msg), Err: err}
 	}

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -104,6 +105,19 @@ func credentialsFile(getenv func(string) string) string {
 // config file names it "[profile NAME]" (but "[default]"), the
 // credentials file "[NAME]". A missing file is an empty profile.
 func readProfile(file, profile string, config bool) (map[string]string, error) {
+	switch {
+	case !config:
+		return readSection(file, profile)
+	case profile == "default":
+		return readSection(file, "default", "profile default")
+	}
+	return readSection(file, "profile "+profile)
+}
+
+// readSection reads the keys of the sections of an AWS ini file with
+// one of the given names ("[sso-session NAME]"). A missing file is an
+// empty section.
+func readSection(file string, names ...string) (map[string]string, error) {
 	f, err := os.Open(file)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string]string{}, nil
@@ -112,10 +126,6 @@ func readProfile(file, profile string, config bool) (map[string]string, error) {
 		return nil, fmt.Errorf("AWS configuration %s: %w", file, err)
 	}
 	defer f.Close()
-	want := profile
-	if config && profile != "default" {
-		want = "profile " + profile
-	}
 	keys := map[string]string{}
 	in := false
 	sc := bufio.NewScanner(f)
@@ -126,7 +136,7 @@ func readProfile(file, profile string, config bool) (map[string]string, error) {
 		}
 		if line[0] == '[' && strings.HasSuffix(line, "]") {
 			name := strings.Join(strings.Fields(line[1:len(line)-1]), " ")
-			in = name == want || (config && profile == "default" && name == "profile default")
+			in = slices.Contains(names, name)
 			continue
 		}
 		if !in {

@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/minio/minio-go/v7/pkg/credentials"
 )
 
 func TestParseURL(t *testing.T) {
@@ -165,8 +163,8 @@ func TestHost(t *testing.T) {
 
 // TestCredentials: the environment's keys first, then the profile of the
 // shared files (credentials over config), else anonymous; a profile that
-// AWS_PROFILE names without credentials is an error. minio-go reads the
-// files through the process environment, so these set it.
+// AWS_PROFILE names without credentials is an error. The program reads
+// the process environment, so these set it.
 func TestCredentials(t *testing.T) {
 	home := t.TempDir()
 	write(t, filepath.Join(home, ".aws", "credentials"), `
@@ -191,17 +189,13 @@ region = us-east-1
 		t.Setenv(k, "")
 	}
 	t.Setenv("HOME", home)
-	get := func(t *testing.T) (credentials.Value, error) {
+	get := func(t *testing.T) (Creds, error) {
 		t.Helper()
 		cfg, err := LoadConfig(os.Getenv)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := Credentials(cfg, os.Getenv)
-		if err != nil {
-			return credentials.Value{}, err
-		}
-		return c.GetWithContext(nil)
+		return Credentials(cfg, os.Getenv)
 	}
 	check := func(name, id, token string, anonymous bool) {
 		t.Run(name, func(t *testing.T) {
@@ -209,8 +203,8 @@ region = us-east-1
 			if err != nil {
 				t.Fatal(err)
 			}
-			if v.AccessKeyID != id || v.SessionToken != token || (v.SignerType == credentials.SignatureAnonymous) != anonymous {
-				t.Errorf("got %q token %q signer %v", v.AccessKeyID, v.SessionToken, v.SignerType)
+			if v.AccessKeyID != id || v.SessionToken != token || v.Anonymous() != anonymous {
+				t.Errorf("got %q token %q anonymous %v", v.AccessKeyID, v.SessionToken, v.Anonymous())
 			}
 		})
 	}

@@ -71,7 +71,7 @@ func testStore(t *testing.T, h http.Handler) *Store {
 	return s
 }
 
-// TestTransientRetried: a 503 (retried by minio-go) and a body that
+// TestTransientRetried: a 503 (retried by Store.do) and a body that
 // breaks off (retried by getRange, from the start of its range) cost
 // tries, not the transfer; past the bound, the failure is reported in
 // one line naming what happened.

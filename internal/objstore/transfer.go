@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/minio/minio-go/v7"
 )
 
 // Object is one object of a listing.
@@ -35,7 +34,7 @@ func (s *Store) List(ctx context.Context, u URL) ([]Object, error) {
 	var out []Object
 	token := ""
 	for {
-		res, err := s.core.ListObjectsV2(u.Bucket, prefix, "", token, "", 1000)
+		res, err := s.listPage(ctx, u.Bucket, prefix, token, 1000)
 		if err != nil {
 			return nil, s.describe(err)
 		}
@@ -63,7 +62,7 @@ func (s *Store) IsDir(ctx context.Context, u URL) bool {
 	if ok, err := s.Exists(ctx, u); ok || err != nil {
 		return false
 	}
-	res, err := s.core.ListObjectsV2(u.Bucket, u.Key+"/", "", "", "", 1)
+	res, err := s.listPage(ctx, u.Bucket, u.Key+"/", "", 1)
 	return err == nil && len(res.Contents) > 0
 }
 
@@ -130,8 +129,17 @@ func (s *Store) Download(ctx context.Context, u URL, f *os.File, from, size int6
 // so neither an object nor an upload is left behind.
 func (s *Store) Upload(ctx context.Context, u URL, f *os.File, size int64) error {
 	if size <= partSize {
-		_, err := s.core.PutObject(ctx, u.Bucket, u.Key, io.NewSectionReader(f, 0, size), size, "", "", s.putOptions())
-		return s.describe(err)
+		sum, err := crc32c(f, 0, size)
+		if err != nil {
+			return err
+		}
+		resp, err := s.do(ctx, &call{method: http.MethodPut, bucket: u.Bucket, key: u.Key, file: f, off: 0, n: size,
+			header: http.Header{"Content-Type": {"application/octet-stream"}, "X-Amz-Checksum-Crc32c": {sum}}})
+		if err != nil {
+			return s.describe(err)
+		}
+		drain(resp)
+		return nil
 	}
 	started := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
@@ -145,7 +153,7 @@ func (s *Store) Upload(ctx context.Context, u URL, f *os.File, size int64) error
 		wg.Add(-workers)
 		return err
 	}
-	done := make([]minio.CompletePart, parts)
+	done := make([]completePart, parts)
 	var next atomic.Int64
 	var first error
 	var once sync.Once
@@ -159,13 +167,12 @@ func (s *Store) Upload(ctx context.Context, u URL, f *os.File, size int64) error
 				}
 				off := i * partSize
 				n := min(partSize, size-off)
-				p, err := s.core.PutObjectPart(ctx, u.Bucket, u.Key, up.id, int(i)+1, io.NewSectionReader(f, off, n), n, s.partOptions())
+				p, err := s.putPart(ctx, u, up.id, int(i)+1, f, off, n)
 				if err != nil {
-					once.Do(func() { first = s.describe(err); cancel() })
+					once.Do(func() { first = err; cancel() })
 					return
 				}
-				done[i] = minio.CompletePart{PartNumber: int(i) + 1, ETag: p.ETag,
-					ChecksumCRC32: p.ChecksumCRC32, ChecksumCRC32C: p.ChecksumCRC32C, ChecksumCRC64NVME: p.ChecksumCRC64NVME}
+				done[i] = p
 			}
 		}()
 	}
@@ -176,8 +183,7 @@ func (s *Store) Upload(ctx context.Context, u URL, f *os.File, size int64) error
 		}
 	}
 	if first == nil {
-		_, err := s.core.CompleteMultipartUpload(ctx, u.Bucket, u.Key, up.id, done, s.putOptions())
-		first = s.describe(err)
+		first = s.complete(ctx, u, up.id, done)
 	}
 	if first != nil {
 		if interrupted.Load() {
@@ -200,29 +206,15 @@ func (s *Store) Upload(ctx context.Context, u URL, f *os.File, size int64) error
 // writes the key, a resumed batch, leaves none behind. Failures here are
 // not the upload's: it is complete.
 func (s *Store) abortStale(ctx context.Context, u URL, started time.Time) {
-	res, err := s.core.ListMultipartUploads(ctx, u.Bucket, u.Key, "", "", "", 1000)
+	res, err := s.listUploads(ctx, u)
 	if err != nil {
 		return
 	}
 	for _, m := range res.Uploads {
 		if m.Key == u.Key && m.Initiated.Before(started) {
-			_ = s.core.AbortMultipartUpload(ctx, u.Bucket, u.Key, m.UploadID)
+			_ = s.abortUpload(ctx, u, m.UploadID)
 		}
 	}
-}
-
-func (s *Store) putOptions() minio.PutObjectOptions {
-	return minio.PutObjectOptions{ContentType: "application/octet-stream", DisableContentSha256: true}
-}
-
-// Bodies are not hashed for the signature (UNSIGNED-PAYLOAD: the headers
-// are signed) but carry a CRC32C trailer that the server checks
-// (STREAMING-UNSIGNED-PAYLOAD-TRAILER, minio-go's TrailingHeaders): SigV4's
-// streaming payload signature hashes every byte with SHA-256 on both
-// sides, CPU that rclone, which sends bodies unsigned, does not spend
-// (docs/objects.md has the figures).
-func (s *Store) partOptions() minio.PutObjectPartOptions {
-	return minio.PutObjectPartOptions{DisableContentSha256: true}
 }
 
 // An upload in flight, known to AbortAll.
@@ -256,7 +248,7 @@ func (s *Store) begin(ctx context.Context, u URL, cancel context.CancelFunc, par
 	if closing {
 		return nil, errClosing
 	}
-	id, err := s.core.NewMultipartUpload(ctx, u.Bucket, u.Key, s.putOptions())
+	id, err := s.createUpload(ctx, u)
 	if err != nil {
 		return nil, s.describe(err)
 	}
@@ -289,8 +281,8 @@ func (up *upload) abort() {
 // 3: a part written after the abort left the upload listed).
 func (up *upload) abortFully(ctx context.Context) {
 	for try := 0; try < 5 && ctx.Err() == nil; try++ {
-		_ = up.s.core.AbortMultipartUpload(ctx, up.u.Bucket, up.u.Key, up.id)
-		res, err := up.s.core.ListMultipartUploads(ctx, up.u.Bucket, up.u.Key, "", "", "", 1000)
+		_ = up.s.abortUpload(ctx, up.u, up.id)
+		res, err := up.s.listUploads(ctx, up.u)
 		if err != nil {
 			return
 		}

@@ -1,0 +1,399 @@
+package objstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/xml"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeS3 is an S3 server in memory, path-style, enough for the client:
+// objects (PUT with its CRC32C checked, HEAD, ranged GET),
+// ListObjectsV2 in pages, multipart uploads. It checks every request's
+// signature by signing it again with the same keys, so what the client
+// put on the wire (the encoded path, the query, the headers) is what it
+// signed.
+type fakeS3 struct {
+	t        *testing.T
+	creds    Creds
+	mu       sync.Mutex
+	objects  map[string][]byte // "bucket/key"
+	uploads  map[string]*fakeUpload
+	nextID   int
+	pageMax  int // ListObjectsV2 pages of at most this many keys
+	failPart int // a part number answered 400 InvalidPart
+	aborted  int
+	log      []string
+}
+
+type fakeUpload struct {
+	key     string
+	started time.Time
+	parts   map[int][]byte
+}
+
+func newFake(t *testing.T) *fakeS3 {
+	return &fakeS3{t: t, creds: Creds{AccessKeyID: "AKTEST", SecretAccessKey: "secret/test"},
+		objects: map[string][]byte{"bkt/": nil}, uploads: map[string]*fakeUpload{}, pageMax: 1000}
+}
+
+func xmlError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>%s</Message></Error>`, code, msg)
+}
+
+func crcOf(b []byte) string {
+	return base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))))
+}
+
+func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.log = append(f.log, r.Method+" "+r.URL.RequestURI())
+	// The signature, computed again from what came.
+	if f.creds.AccessKeyID != "" {
+		stamp, _ := time.Parse(amzDate, r.Header.Get("X-Amz-Date"))
+		re, _ := http.NewRequest(r.Method, "http://"+r.Host+r.URL.RequestURI(), nil)
+		re.URL.RawPath = r.URL.EscapedPath()
+		for k, v := range r.Header {
+			if k != "Authorization" {
+				re.Header[k] = v
+			}
+		}
+		sign(re, f.creds, "us-east-1", stamp, r.Header.Get("X-Amz-Content-Sha256"))
+		if re.Header.Get("Authorization") != r.Header.Get("Authorization") {
+			xmlError(w, 403, "SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided.")
+			return
+		}
+	}
+	bucket, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	if _, ok := f.objects[bucket+"/"]; !ok {
+		xmlError(w, 404, "NoSuchBucket", "The specified bucket does not exist.")
+		return
+	}
+	q := r.URL.Query()
+	body, _ := io.ReadAll(r.Body)
+	if sum := r.Header.Get("X-Amz-Checksum-Crc32c"); sum != "" && sum != crcOf(body) {
+		xmlError(w, 400, "BadDigest", "The CRC32C you specified did not match the calculated checksum.")
+		return
+	}
+	switch {
+	case r.Method == "GET" && key == "" && q.Has("uploads"):
+		type up struct {
+			Key, UploadId string
+			Initiated     time.Time
+		}
+		var res struct {
+			XMLName xml.Name `xml:"ListMultipartUploadsResult"`
+			Upload  []up
+		}
+		for id, u := range f.uploads {
+			if strings.HasPrefix(u.key, q.Get("prefix")) {
+				res.Upload = append(res.Upload, up{u.key, id, u.started})
+			}
+		}
+		xml.NewEncoder(w).Encode(res)
+	case r.Method == "GET" && key == "":
+		if q.Get("list-type") != "2" || q.Get("encoding-type") != "url" {
+			xmlError(w, 400, "InvalidArgument", "want list-type=2&encoding-type=url")
+			return
+		}
+		var keys []string
+		for k := range f.objects {
+			b, k, _ := strings.Cut(k, "/")
+			if b == bucket && k != "" && strings.HasPrefix(k, q.Get("prefix")) && k > q.Get("continuation-token") {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		max, _ := strconv.Atoi(q.Get("max-keys"))
+		max = min(max, f.pageMax)
+		type obj struct {
+			Key  string
+			Size int
+		}
+		var res struct {
+			XMLName               xml.Name `xml:"ListBucketResult"`
+			IsTruncated           bool
+			NextContinuationToken string `xml:",omitempty"`
+			EncodingType          string
+			Contents              []obj
+		}
+		res.EncodingType = "url"
+		if len(keys) > max {
+			keys, res.IsTruncated, res.NextContinuationToken = keys[:max], true, keys[max-1]
+		}
+		for _, k := range keys {
+			res.Contents = append(res.Contents, obj{url.QueryEscape(k), len(f.objects[bucket+"/"+k])})
+		}
+		xml.NewEncoder(w).Encode(res)
+	case r.Method == "POST" && q.Has("uploads"):
+		if r.Header.Get("X-Amz-Checksum-Algorithm") != "CRC32C" {
+			xmlError(w, 400, "InvalidRequest", "want x-amz-checksum-algorithm CRC32C")
+			return
+		}
+		f.nextID++
+		id := fmt.Sprintf("up%d", f.nextID)
+		f.uploads[id] = &fakeUpload{key: key, started: time.Now(), parts: map[int][]byte{}}
+		fmt.Fprintf(w, `<InitiateMultipartUploadResult><Bucket>%s</Bucket><Key>%s</Key><UploadId>%s</UploadId></InitiateMultipartUploadResult>`, bucket, key, id)
+	case r.Method == "PUT" && q.Has("uploadId"):
+		u := f.uploads[q.Get("uploadId")]
+		n, _ := strconv.Atoi(q.Get("partNumber"))
+		if u == nil || n == f.failPart {
+			xmlError(w, 400, "InvalidPart", "One or more of the specified parts could not be found.")
+			return
+		}
+		if r.Header.Get("X-Amz-Content-Sha256") != unsignedPayload || r.Header.Get("X-Amz-Checksum-Crc32c") == "" {
+			xmlError(w, 400, "InvalidRequest", "want UNSIGNED-PAYLOAD and a CRC32C")
+			return
+		}
+		u.parts[n] = body
+		w.Header().Set("ETag", fmt.Sprintf(`"etag%d"`, n))
+	case r.Method == "POST" && q.Has("uploadId"):
+		u := f.uploads[q.Get("uploadId")]
+		var req struct {
+			Part []completePart
+		}
+		if u == nil || xml.Unmarshal(body, &req) != nil || r.Header.Get("X-Amz-Content-Sha256") != hexSHA256(body) {
+			xmlError(w, 400, "MalformedXML", "bad CompleteMultipartUpload")
+			return
+		}
+		var all []byte
+		for i, p := range req.Part {
+			if p.PartNumber != i+1 || p.ETag != fmt.Sprintf(`"etag%d"`, i+1) || p.ChecksumCRC32C != crcOf(u.parts[i+1]) {
+				// A 200 whose body is an error, as S3 may answer.
+				fmt.Fprint(w, `<Error><Code>InvalidPart</Code><Message>part `+strconv.Itoa(i+1)+`</Message></Error>`)
+				return
+			}
+			all = append(all, u.parts[i+1]...)
+		}
+		f.objects[bucket+"/"+key] = all
+		delete(f.uploads, q.Get("uploadId"))
+		fmt.Fprint(w, `<CompleteMultipartUploadResult><Key>`+key+`</Key></CompleteMultipartUploadResult>`)
+	case r.Method == "DELETE" && q.Has("uploadId"):
+		delete(f.uploads, q.Get("uploadId"))
+		f.aborted++
+		w.WriteHeader(http.StatusNoContent)
+	case r.Method == "PUT":
+		if r.Header.Get("X-Amz-Content-Sha256") != unsignedPayload || r.Header.Get("X-Amz-Checksum-Crc32c") == "" {
+			xmlError(w, 400, "InvalidRequest", "want UNSIGNED-PAYLOAD and a CRC32C")
+			return
+		}
+		f.objects[bucket+"/"+key] = body
+	case r.Method == "GET" || r.Method == "HEAD":
+		data, ok := f.objects[bucket+"/"+key]
+		if !ok {
+			if r.Method == "HEAD" {
+				w.WriteHeader(404)
+				return
+			}
+			xmlError(w, 404, "NoSuchKey", "The specified key does not exist.")
+			return
+		}
+		w.Header().Set("ETag", `"e"`)
+		if r.Method == "HEAD" {
+			w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+			return
+		}
+		var first, last int
+		if _, err := fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-%d", &first, &last); err != nil {
+			w.Write(data)
+			return
+		}
+		if first >= len(data) {
+			xmlError(w, 416, "InvalidRange", "The requested range is not satisfiable")
+			return
+		}
+		last = min(last, len(data)-1)
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", first, last, len(data)))
+		w.Header().Set("Content-Length", strconv.Itoa(last-first+1))
+		w.WriteHeader(http.StatusPartialContent)
+		w.Write(data[first : last+1])
+	default:
+		xmlError(w, 405, "MethodNotAllowed", r.Method)
+	}
+}
+
+func fakeStore(t *testing.T, f *fakeS3, creds Creds) *Store {
+	t.Helper()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	env := map[string]string{"AWS_ACCESS_KEY_ID": creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY": creds.SecretAccessKey}
+	s, err := New(&Config{Endpoint: srv.URL}, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func tempWith(t *testing.T, data []byte) *os.File {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestFakeS3: uploads (one PUT, multipart), HEAD, ranged reads, a
+// listing in pages, keys that need encoding, errors in one line.
+func TestFakeS3(t *testing.T) {
+	defer func(p int64) { partSize = p }(partSize)
+	partSize = 1 << 20
+	f := newFake(t)
+	s := fakeStore(t, f, f.creds)
+	ctx := context.Background()
+	small := bytes.Repeat([]byte("small"), 1000)
+	big := make([]byte, 3<<20+12345)
+	for i := range big {
+		big[i] = byte(i * 7 / 3)
+	}
+	keys := []string{"p/a b+c.npy", "p/ü$&=?.npy", "p/x//y/../z.npy", "p/big.npy", "p/e.npy", "p2/no.npy"}
+	for _, k := range keys {
+		data := small
+		switch k {
+		case "p/big.npy":
+			data = big
+		case "p/e.npy":
+			data = nil
+		}
+		if err := s.Upload(ctx, URL{"bkt", k}, tempWith(t, data), int64(len(data))); err != nil {
+			t.Fatalf("Upload %s: %v", k, err)
+		}
+	}
+	if !bytes.Equal(f.objects["bkt/p/big.npy"], big) || !bytes.Equal(f.objects["bkt/p/ü$&=?.npy"], small) {
+		t.Fatal("stored bytes differ")
+	}
+	if len(f.uploads) != 0 {
+		t.Fatalf("%d uploads left", len(f.uploads))
+	}
+	f.pageMax = 2 // three pages
+	objs, err := s.List(ctx, URL{"bkt", "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range objs {
+		got = append(got, o.Rel)
+	}
+	if want := "a b+c.npy big.npy e.npy x//y/../z.npy ü$&=?.npy"; strings.Join(got, " ") != want {
+		t.Errorf("List: %q, want %q", strings.Join(got, " "), want)
+	}
+	info, err := s.Stat(ctx, URL{"bkt", "p/big.npy"})
+	if err != nil || info.Size != int64(len(big)) {
+		t.Errorf("Stat: %v %v", info, err)
+	}
+	head := make([]byte, 100)
+	n, size, err := s.ReadFirst(ctx, URL{"bkt", "p/big.npy"}, head)
+	if err != nil || n != 100 || size != int64(len(big)) || !bytes.Equal(head, big[:100]) {
+		t.Errorf("ReadFirst: %d %d %v", n, size, err)
+	}
+	if n, size, err := s.ReadFirst(ctx, URL{"bkt", "p/e.npy"}, head); err != nil || n != 0 || size != 0 {
+		t.Errorf("ReadFirst of an empty object: %d %d %v", n, size, err)
+	}
+	dl := tempWith(t, nil)
+	if err := s.Download(ctx, URL{"bkt", "p/x//y/../z.npy"}, dl, 0, int64(len(small))); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(dl.Name()); !bytes.Equal(b, small) {
+		t.Error("downloaded bytes differ")
+	}
+	for _, c := range []struct {
+		u    URL
+		want bool
+	}{{URL{"bkt", "p/a b+c.npy"}, true}, {URL{"bkt", "p/none"}, false}} {
+		if ok, err := s.Exists(ctx, c.u); ok != c.want || err != nil {
+			t.Errorf("Exists(%s): %v %v", c.u, ok, err)
+		}
+	}
+	if !s.IsDir(ctx, URL{"bkt", "p"}) || s.IsDir(ctx, URL{"bkt", "p/e.npy"}) {
+		t.Error("IsDir")
+	}
+	for _, c := range []struct {
+		u    URL
+		want string
+	}{
+		{URL{"bkt", "none.npy"}, "the server says NoSuchKey: The specified key does not exist. (HTTP 404)"},
+		{URL{"nobkt", "x.npy"}, "the server says NoSuchBucket: The specified bucket does not exist. (HTTP 404)"},
+	} {
+		_, _, err := s.ReadFirst(ctx, c.u, head)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("ReadFirst(%s): %v, want %s", c.u, err, c.want)
+		}
+	}
+	if _, err := s.Exists(ctx, URL{"nobkt", "x.npy"}); err != nil {
+		t.Logf("Exists in a missing bucket: %v", err) // HEAD's bare 404 says no more
+	}
+
+	t.Run("bad secret", func(t *testing.T) {
+		bad := fakeStore(t, f, Creds{AccessKeyID: "AKTEST", SecretAccessKey: "wrong"})
+		_, _, err := bad.ReadFirst(ctx, URL{"bkt", "p/e.npy"}, head)
+		if err == nil || !strings.HasPrefix(err.Error(), "the server says SignatureDoesNotMatch: ") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("got %v", err)
+		}
+	})
+	t.Run("anonymous", func(t *testing.T) {
+		anon := newFake(t)
+		anon.creds = Creds{}
+		anon.objects["bkt/k"] = []byte("public")
+		s := fakeStore(t, anon, Creds{})
+		n, _, err := s.ReadFirst(ctx, URL{"bkt", "k"}, head)
+		if err != nil || string(head[:n]) != "public" {
+			t.Fatalf("%q %v", head[:n], err)
+		}
+	})
+	t.Run("a part refused", func(t *testing.T) {
+		f.failPart = 3
+		defer func() { f.failPart = 0 }()
+		aborted := f.aborted
+		err := s.Upload(ctx, URL{"bkt", "p/fails.npy"}, tempWith(t, big), int64(len(big)))
+		if err == nil || !strings.Contains(err.Error(), "InvalidPart") {
+			t.Errorf("got %v", err)
+		}
+		if _, ok := f.objects["bkt/p/fails.npy"]; ok || len(f.uploads) != 0 || f.aborted == aborted {
+			t.Errorf("object or upload left (%d uploads, %d aborts)", len(f.uploads), f.aborted-aborted)
+		}
+	})
+	t.Run("stale uploads aborted", func(t *testing.T) {
+		f.uploads["old"] = &fakeUpload{key: "p/big.npy", started: time.Now().Add(-time.Hour), parts: map[int][]byte{}}
+		f.uploads["other"] = &fakeUpload{key: "p/big.npy2", started: time.Now().Add(-time.Hour), parts: map[int][]byte{}}
+		if err := s.Upload(ctx, URL{"bkt", "p/big.npy"}, tempWith(t, big), int64(len(big))); err != nil {
+			t.Fatal(err)
+		}
+		if f.uploads["old"] != nil || f.uploads["other"] == nil {
+			t.Errorf("uploads left: %v", f.uploads)
+		}
+	})
+}
+
+// TestWrongChecksumRefused: a body whose CRC32C is not the one sent is
+// refused (by the fake as by S3: BadDigest), and not retried.
+func TestWrongChecksumRefused(t *testing.T) {
+	f := newFake(t)
+	s := fakeStore(t, f, f.creds)
+	file := tempWith(t, []byte("some bytes"))
+	_, err := s.do(context.Background(), &call{method: http.MethodPut, bucket: "bkt", key: "k", file: file, n: 10,
+		header: http.Header{"X-Amz-Checksum-Crc32c": {crcOf([]byte("other bytes"))}}})
+	if err == nil || !strings.Contains(err.Error(), "BadDigest") || len(f.log) != 1 {
+		t.Errorf("got %v after %d requests", err, len(f.log))
+	}
+}
