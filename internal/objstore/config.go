@@ -94,6 +94,13 @@ func configFile(getenv func(string) string) string {
 	return filepath.Join(home(getenv), ".aws", "config")
 }
 
+func credentialsFile(getenv func(string) string) string {
+	if f := getenv("AWS_SHARED_CREDENTIALS_FILE"); f != "" {
+		return f
+	}
+	return filepath.Join(home(getenv), ".aws", "credentials")
+}
+
 // readProfile reads the keys of one profile of an AWS ini file: the
 // config file names it "[profile NAME]" (but "[default]"), the
 // credentials file "[NAME]". A missing file is an empty profile.
