@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -34,8 +35,8 @@ type Store struct {
 
 // retries is how many times a request that failed transiently (a 5xx, a
 // timeout, a reset or refused connection, a body that breaks off) is
-// tried again, with exponential backoff (200 ms doubling, at most 1 s
-// apart). A dead server is then reported within seconds, not minutes.
+// tried again, with exponential backoff (backoff). A dead server is then
+// reported within about 2 s per request, not minutes.
 const retries = 5
 
 var (
@@ -232,8 +233,11 @@ func contentRangeSize(cr string) (int64, bool) {
 	return size, err == nil && size >= 0
 }
 
+// backoff is the wait before try+1: random between 0 and
+// min(1 s, 200 ms·2^try) ("full jitter", as minio-go and the AWS SDKs
+// wait), so that clients that failed together do not retry together.
 func backoff(try int) time.Duration {
-	return min(time.Second, 200*time.Millisecond<<try)
+	return rand.N(min(time.Second, 200*time.Millisecond<<try)) + time.Millisecond
 }
 
 // transient: a failure worth another try (the connection, not the data).
