@@ -397,3 +397,49 @@ func TestWrongChecksumRefused(t *testing.T) {
 		t.Errorf("got %v after %d requests", err, len(f.log))
 	}
 }
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestAWSAddressing: on AWS a bucket is addressed virtual-host style
+// (path-style when its name has a "." under https), and a bucket of
+// another region is asked again in the region AWS names.
+func TestAWSAddressing(t *testing.T) {
+	s, err := New(&Config{}, func(k string) string {
+		return map[string]string{"AWS_ACCESS_KEY_ID": "AK", "AWS_SECRET_ACCESS_KEY": "s"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	s.hc.Transport = roundTrip(func(r *http.Request) (*http.Response, error) {
+		auth := r.Header.Get("Authorization")
+		scope := auth[strings.Index(auth, "/")+10 : strings.Index(auth, "/s3/")]
+		seen = append(seen, r.Method+" "+r.URL.String()+" "+scope)
+		h := http.Header{}
+		status := 200
+		if strings.HasPrefix(r.URL.Host, "far.") && scope != "eu-west-3" {
+			status = http.StatusMovedPermanently
+			h.Set("X-Amz-Bucket-Region", "eu-west-3")
+		}
+		h.Set("Content-Length", "5")
+		return &http.Response{StatusCode: status, Header: h, ContentLength: 5, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
+	})
+	ctx := context.Background()
+	for _, u := range []URL{{"near", "a b/c.npy"}, {"far", "k"}, {"far", "k2"}, {"my.bucket", "k"}} {
+		if _, err := s.Stat(ctx, u); err != nil {
+			t.Fatalf("%s: %v", u, err)
+		}
+	}
+	want := []string{
+		"HEAD https://near.s3.amazonaws.com/a%20b/c.npy us-east-1",
+		"HEAD https://far.s3.amazonaws.com/k us-east-1",
+		"HEAD https://far.s3.eu-west-3.amazonaws.com/k eu-west-3",
+		"HEAD https://far.s3.eu-west-3.amazonaws.com/k2 eu-west-3",
+		"HEAD https://s3.amazonaws.com/my.bucket/k us-east-1",
+	}
+	if strings.Join(seen, "\n") != strings.Join(want, "\n") {
+		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
+	}
+}
