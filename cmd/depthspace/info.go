@@ -8,10 +8,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/depthspace/depthspace/internal/batch"
 	"github.com/depthspace/depthspace/internal/format"
 	"github.com/depthspace/depthspace/internal/ops"
 	"github.com/depthspace/depthspace/internal/pipeline"
+	"github.com/depthspace/depthspace/internal/walk"
 	"github.com/spf13/cobra"
 )
 
@@ -124,7 +124,7 @@ func runInfo(f *infoFlags, args []string, s *streams) error {
 	for _, path := range args {
 		if path != "-" && isDir(path) {
 			// A tree: one line per tensor file (per npz member).
-			files, err := batch.Files(path)
+			files, err := walk.Files(path)
 			if err != nil {
 				fail(path, err)
 				continue
@@ -184,7 +184,7 @@ func runInfo(f *infoFlags, args []string, s *streams) error {
 
 // isDir says whether path names a directory (following symbolic links).
 func isDir(path string) bool {
-	return batch.IsDir(path) // or an s3:// prefix
+	return walk.IsDir(path) // or an s3:// prefix
 }
 
 // writeInfoLine prints one tensor of a tree as a line of columns: path

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/depthspace/depthspace/internal/batch"
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/walk"
 )
 
 // TestRegistryEverywhere: every registered format appears in every list
@@ -79,7 +79,7 @@ func TestRegistryEverywhere(t *testing.T) {
 			}
 		}
 	}
-	files, err := batch.Files(dir)
+	files, err := walk.Files(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

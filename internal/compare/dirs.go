@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	batchwalk "github.com/depthspace/depthspace/internal/batch"
 	"github.com/depthspace/depthspace/internal/pipeline"
+	"github.com/depthspace/depthspace/internal/walk"
 )
 
 // Directories are compared file by file: the tensor files under A and
@@ -64,7 +64,7 @@ func (r *DirReport) MarshalJSON() ([]byte, error) {
 
 // isDir reports whether path names a directory (standard input never).
 func isDir(path string) bool {
-	return path != "-" && batchwalk.IsDir(path) // or an s3:// prefix
+	return path != "-" && walk.IsDir(path) // or an s3:// prefix
 }
 
 // Dirs compares the tensor files of two directories pair by pair.
@@ -78,11 +78,11 @@ func Dirs(j Job) (*DirReport, error) {
 		return nil, err
 	}
 	rep := &DirReport{A: j.A.Path, B: j.B.Path, Equal: true, OnlyA: []string{}, OnlyB: []string{}}
-	inB := map[string]batchwalk.File{}
+	inB := map[string]walk.File{}
 	for _, f := range lb {
 		inB[f.Rel] = f
 	}
-	type pair struct{ a, b batchwalk.File }
+	type pair struct{ a, b walk.File }
 	var pairs []pair
 	seen := map[string]bool{}
 	for _, f := range la {
@@ -175,8 +175,8 @@ func (r *DirReport) WriteText(w io.Writer) error {
 
 // tensorFiles lists the tensor files under dir as a batch walks them
 // (by extension, links followed, loops refused), sorted by relative path.
-func tensorFiles(dir string) ([]batchwalk.File, error) {
-	fs, err := batchwalk.Files(dir)
+func tensorFiles(dir string) ([]walk.File, error) {
+	fs, err := walk.Files(dir)
 	if err != nil {
 		return nil, err
 	}

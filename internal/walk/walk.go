@@ -1,0 +1,501 @@
+// Package walk finds the tensor files of the command line's arguments in
+// one order, byte-wise by relative path, then by argument: files, directory
+// trees (symbolic links followed, loops reported), s3:// objects and
+// prefixes. It is a stream, never a list: each directory's entries are read
+// and sorted when the walk comes to them (a subdirectory's name sorts as if
+// followed by "/", which gives exactly the byte-wise order of the whole
+// paths), its subtree walked where it falls, and the arguments' walks
+// merged. Memory holds the directories on the current path, not the files.
+// Batches (package batch), compare and info of directories use it.
+package walk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/depthspace/depthspace/internal/format"
+	fileio "github.com/depthspace/depthspace/internal/io"
+	"github.com/depthspace/depthspace/internal/objstore"
+	"github.com/depthspace/depthspace/internal/pipeline"
+)
+
+// Item is one file of the walk, or a problem met on the way (Err set: a
+// loop, an unreadable directory, a missing argument), which a batch
+// reports as that entry's failure so that, under --shard, exactly one
+// process reports it.
+type Item struct {
+	Input string // the path as given or found: "data/a/x.npy", or an s3:// URL
+	Rel   string // slash-separated path relative to its argument
+	Key   string // the sort key: Rel, with "/" after a directory's name
+	Size  int64  // bytes
+	Arg   int    // index of the argument it came from
+	Err   error
+}
+
+// Walker gives the items of the arguments in order.
+type Walker struct{ heads sourceHeap }
+
+// New starts the walk of inputs. outDir (may be "") and outInfo (its
+// FileInfo, may be nil) are never walked into. It fails, before any work,
+// for a problem with the walk as a whole: standard input as an argument,
+// an input that is the output directory or prefix, an object store that
+// cannot be configured.
+func New(inputs []string, outDir string, outInfo os.FileInfo) (*Walker, error) {
+	w := &Walker{}
+	for i, arg := range inputs {
+		src, err := argSource(i, arg, outInfo)
+		if err == nil {
+			src, err = skipOutDir(src, arg, outDir)
+		}
+		if err != nil {
+			return nil, err
+		}
+		w.heads.push(src, i)
+	}
+	return w, nil
+}
+
+// Next is the next item, false at the end of the walk.
+func (w *Walker) Next() (Item, bool) { return w.heads.pop() }
+
+// source is one argument's items in order.
+type source interface {
+	next() (Item, bool)
+}
+
+// sourceHeap merges the arguments' streams: the smallest key first, then
+// the first argument.
+type sourceHeap []*sourceHead
+
+type sourceHead struct {
+	src source
+	arg int
+	it  Item
+}
+
+func (h *sourceHeap) push(src source, arg int) {
+	if it, ok := src.next(); ok {
+		h.up(&sourceHead{src, arg, it})
+	}
+}
+
+func (h *sourceHeap) less(i, j int) bool {
+	a, b := (*h)[i], (*h)[j]
+	if a.it.Key != b.it.Key {
+		return a.it.Key < b.it.Key
+	}
+	return a.arg < b.arg
+}
+
+func (h *sourceHeap) up(s *sourceHead) {
+	*h = append(*h, s)
+	for i := len(*h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		(*h)[i], (*h)[p] = (*h)[p], (*h)[i]
+		i = p
+	}
+}
+
+func (h *sourceHeap) pop() (Item, bool) {
+	if len(*h) == 0 {
+		return Item{}, false
+	}
+	top := (*h)[0]
+	it := top.it
+	if next, ok := top.src.next(); ok {
+		top.it = next
+	} else {
+		last := len(*h) - 1
+		(*h)[0] = (*h)[last]
+		*h = (*h)[:last]
+	}
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(*h) && h.less(l, m) {
+			m = l
+		}
+		if r < len(*h) && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		(*h)[i], (*h)[m] = (*h)[m], (*h)[i]
+		i = m
+	}
+	return it, true
+}
+
+// one is a source of one item (a file argument, or its error).
+type one struct {
+	it   Item
+	done bool
+}
+
+func (o *one) next() (Item, bool) {
+	if o.done {
+		return Item{}, false
+	}
+	o.done = true
+	return o.it, true
+}
+
+// argSource is the stream of one argument: a file, a directory walked,
+// or an object store's object or prefix (walk_objects.go).
+func argSource(i int, arg string, outInfo os.FileInfo) (source, error) {
+	if arg == "-" {
+		return nil, errors.New("standard input (-) cannot be part of a batch; give files or directories")
+	}
+	if isObject(arg) {
+		return objectSource(i, arg) // walk_objects.go
+	}
+	base := path.Base(filepath.ToSlash(arg))
+	fi, err := os.Stat(arg)
+	if err != nil {
+		return &one{it: Item{Input: arg, Rel: base, Key: base, Arg: i, Err: statError(arg, err)}}, nil
+	}
+	if !fi.IsDir() {
+		return &one{it: Item{Input: arg, Rel: base, Key: base, Size: fi.Size(), Arg: i}}, nil
+	}
+	if outInfo != nil && os.SameFile(fi, outInfo) {
+		return nil, &pipeline.PathError{Path: arg, Err: errors.New("is the output directory too; --out-dir must be another directory")}
+	}
+	w := &dirWalk{arg: i, outInfo: outInfo}
+	w.enter(arg, "", []dir{{arg, fi}})
+	return w, nil
+}
+
+// dirWalk walks one directory argument depth first, each directory's
+// entries in key order. Symbolic links are followed (to files and to
+// directories); a link back to a directory on the current path is a
+// loop, reported once and not followed.
+type dirWalk struct {
+	arg     int
+	outInfo os.FileInfo
+	stack   []*frame
+}
+
+// frame is a directory being walked: its entries, read and sorted when
+// the walk entered it, and the next one.
+type frame struct {
+	p, rel  string
+	path    []dir // the directories from the argument down to this one
+	entries []entry
+	next    int
+}
+
+// entry is what the walk needs of a directory entry: a tensor file's
+// size, a subdirectory's identity (loops), or what went wrong.
+type entry struct {
+	name, key string
+	isDir     bool
+	info      os.FileInfo // a subdirectory's
+	size      int64
+	err       error
+}
+
+// dir is a directory on the current walk path, for loop detection.
+type dir struct {
+	path string
+	info os.FileInfo
+}
+
+func (w *dirWalk) next() (Item, bool) {
+	for len(w.stack) > 0 {
+		f := w.stack[len(w.stack)-1]
+		if f.next == len(f.entries) {
+			w.stack[len(w.stack)-1] = nil
+			w.stack = w.stack[:len(w.stack)-1]
+			continue
+		}
+		e := &f.entries[f.next]
+		f.next++
+		child, crel, ckey := filepath.Join(f.p, e.name), joinRel(f.rel, e.name), joinRel(f.rel, e.key)
+		switch {
+		case e.err != nil:
+			return Item{Input: child, Rel: crel, Key: ckey, Arg: w.arg, Err: e.err}, true
+		case !e.isDir:
+			return Item{Input: child, Rel: crel, Key: ckey, Size: e.size, Arg: w.arg}, true
+		}
+		if loop := findDir(f.path, e.info); loop != "" {
+			return Item{Input: child, Rel: crel, Key: ckey, Arg: w.arg, Err: &pipeline.PathError{Path: child,
+				Err: fmt.Errorf("symbolic link loop (leads back to %s); not followed", loop)}}, true
+		}
+		if it, failed := w.enter(child, crel, append(f.path[:len(f.path):len(f.path)], dir{child, e.info})); failed {
+			return it, true
+		}
+	}
+	return Item{}, false
+}
+
+// enter reads directory p and puts it on the walk's stack. A directory
+// that cannot be read is a failure item (failed), and what could be read
+// of it is walked all the same.
+func (w *dirWalk) enter(p, rel string, path []dir) (it Item, failed bool) {
+	entries, err := w.read(p)
+	w.stack = append(w.stack, &frame{p: p, rel: rel, path: path, entries: entries})
+	if err != nil {
+		return Item{Input: p, Rel: rel, Key: rel + "/", Arg: w.arg, Err: &pipeline.PathError{Path: p, Err: fmt.Errorf("cannot read the directory: %w", unwrap(err))}}, true
+	}
+	return Item{}, false
+}
+
+// read lists the entries of directory p that the walk takes, sorted by
+// key: tensor files (their sizes from fstatat in the directory, no
+// FileInfo made), subdirectories (not the output directory), links
+// resolved, and failures; other files are skipped unseen.
+func (w *dirWalk) read(p string) ([]entry, error) {
+	d, des, err := readDir(p)
+	if d != nil {
+		defer d.Close() // closed before going down: open directories do not pile up with the depth
+	}
+	var out []entry
+	for _, e := range des {
+		name := e.Name()
+		child := filepath.Join(p, name)
+		if e.Type().IsRegular() {
+			if !IsTensorName(name) {
+				continue
+			}
+			if size, ok, serr := regularSize(d, name); serr == nil && ok {
+				out = append(out, entry{name: name, key: name, size: size})
+				continue
+			}
+		}
+		info, ierr := e.Info()
+		if ierr != nil {
+			out = append(out, entry{name: name, key: name, err: &pipeline.PathError{Path: child, Err: unwrap(ierr)}})
+			continue
+		}
+		if info.Mode()&fs.ModeSymlink != 0 {
+			target, serr := os.Stat(child)
+			if serr != nil {
+				// A dangling link is reported if it would have been a
+				// tensor; a link loop ("too many levels of symbolic
+				// links") or an unreadable target always.
+				if IsTensorName(name) || !errors.Is(serr, fs.ErrNotExist) {
+					out = append(out, entry{name: name, key: name, err: statError(child, serr)})
+				}
+				continue
+			}
+			info = target
+		}
+		switch {
+		case info.IsDir():
+			if w.outInfo != nil && os.SameFile(info, w.outInfo) {
+				continue // the output directory: never an input
+			}
+			out = append(out, entry{name: name, key: name + "/", isDir: true, info: info})
+		case info.Mode().IsRegular() && IsTensorName(name):
+			out = append(out, entry{name: name, key: name, size: info.Size()})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	return out, err
+}
+
+// IsTensorName says whether a file met in a directory walk is taken as a
+// tensor: by its extension, as format detection reads it (.npy, .json,
+// .raw, .bin, and the other formats package format knows, such as .pb and
+// .npz; case-insensitive). Files named on the command line are taken
+// whatever their name.
+func IsTensorName(name string) bool {
+	return format.KindByExtension(name) != ""
+}
+
+// readDir opens the directory p and reads its entries (in no order: read
+// sorts them). d stays open for regularSize; it is nil when p
+// could not be opened.
+func readDir(p string) (d *os.File, entries []fs.DirEntry, err error) {
+	d, err = os.Open(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	entries, err = d.ReadDir(-1)
+	return d, entries, err
+}
+
+func findDir(path []dir, info os.FileInfo) string {
+	for _, d := range path {
+		if os.SameFile(d.info, info) {
+			return d.path
+		}
+	}
+	return ""
+}
+
+func joinRel(rel, name string) string {
+	if rel == "" {
+		return name
+	}
+	return rel + "/" + name
+}
+
+func statError(p string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if _, lerr := os.Lstat(p); lerr == nil {
+			err = errors.New("broken symbolic link (its target does not exist)")
+		} else {
+			err = errors.New("no such file or directory")
+		}
+	case errors.Is(err, fs.ErrPermission):
+		err = errors.New("permission denied")
+	default:
+		err = unwrap(err)
+	}
+	return &pipeline.PathError{Path: p, Err: err}
+}
+
+func unwrap(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Files lists the tensor files under dir the way a batch finds them
+// (recursively, symbolic links followed, by extension, in byte-wise order
+// of their relative paths), for `info DIR`. A problem met on the way (a
+// loop, an unreadable directory) is an entry with Err set.
+func Files(dir string) ([]File, error) {
+	w, err := New([]string{dir}, "", nil)
+	if err != nil {
+		return nil, err
+	}
+	var files []File
+	for it, ok := w.Next(); ok; it, ok = w.Next() {
+		files = append(files, File{Path: it.Input, Rel: it.Rel, Err: it.Err})
+	}
+	return files, nil
+}
+
+// File is one entry of Files: its path, its path relative to the
+// directory (with '/'), or what went wrong.
+type File struct {
+	Path, Rel string
+	Err       error
+}
+
+// objectSource is an s3:// argument: one object, or every object under
+// a prefix (s3://B/P/, s3://B, or s3://B/P where no object P exists but
+// keys under P/ do), walked like a directory: tensor names only,
+// relative keys kept, in the byte-wise order of their keys
+// (objstore.List), which is the order a directory's relative paths sort
+// in. (The listing is held whole: a prefix's keys, not streamed.)
+func objectSource(i int, arg string) (source, error) {
+	fail := func(rel string, err error) (source, error) {
+		return &one{it: Item{Input: arg, Rel: rel, Key: rel, Arg: i, Err: &pipeline.PathError{Path: arg, Err: err}}}, nil
+	}
+	u, err := objstore.ParseURL(arg)
+	if err != nil {
+		return fail(objstore.Base(arg), err)
+	}
+	s, err := objstore.Default()
+	if err != nil {
+		// The configuration: every object would fail the same way.
+		return nil, &pipeline.PathError{Path: arg, Err: err}
+	}
+	ctx := context.Background()
+	if !u.IsPrefix() {
+		info, err := s.Stat(ctx, u)
+		if err == nil {
+			rel := objstore.Base(u.Key)
+			return &one{it: Item{Input: arg, Rel: rel, Key: rel, Size: info.Size, Arg: i}}, nil
+		}
+		// No such object: a prefix without its final "/", if keys are
+		// under it; else the HEAD's error.
+		objs, lerr := s.List(ctx, u)
+		if lerr != nil || len(objs) == 0 {
+			return fail(objstore.Base(u.Key), err)
+		}
+		return objectList(i, u, objs), nil
+	}
+	objs, err := s.List(ctx, u)
+	if err != nil {
+		return fail(objstore.Base(u.Key), err)
+	}
+	return objectList(i, u, objs), nil
+}
+
+// objectList is the tensor objects of a listing, in its order.
+func objectList(i int, u objstore.URL, objs []objstore.Object) source {
+	var items []Item
+	for _, o := range objs {
+		if IsTensorName(o.Rel) {
+			items = append(items, Item{Input: objstore.URL{Bucket: u.Bucket, Key: o.Key}.String(), Rel: o.Rel, Key: o.Rel, Size: o.Size, Arg: i})
+		}
+	}
+	return &itemList{items: items}
+}
+
+// itemList is a source of items already in order.
+type itemList struct{ items []Item }
+
+func (l *itemList) next() (Item, bool) {
+	if len(l.items) == 0 {
+		return Item{}, false
+	}
+	it := l.items[0]
+	l.items[0] = Item{}
+	l.items = l.items[1:]
+	return it, true
+}
+
+// IsDir says whether path is walked like a directory: a directory
+// (symbolic links followed), or an s3:// prefix (fileio.ObjectIsDir).
+func IsDir(path string) bool {
+	if isObject(path) {
+		return fileio.ObjectIsDir(path)
+	}
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
+// isObject: an s3:// path.
+func isObject(p string) bool { return objstore.IsURL(p) }
+
+// skipOutDir keeps a prefix's walk out of an s3:// --out-dir, as a
+// directory walk keeps out of the output directory: keys under the
+// output prefix are not inputs (a rerun would take the outputs for
+// inputs), and an input prefix that is the output prefix is refused.
+func skipOutDir(src source, arg, outDir string) (source, error) {
+	l, ok := src.(*itemList)
+	if !ok || !isObject(arg) || !isObject(outDir) {
+		return src, nil
+	}
+	in, err1 := objstore.ParseURL(arg)
+	out, err2 := objstore.ParseURL(outDir)
+	if err1 != nil || err2 != nil || in.Bucket != out.Bucket {
+		return src, nil
+	}
+	dirKey := func(k string) string {
+		if k != "" && !strings.HasSuffix(k, "/") {
+			k += "/"
+		}
+		return k
+	}
+	if dirKey(in.Key) == dirKey(out.Key) {
+		return nil, &pipeline.PathError{Path: arg, Err: errors.New("is the output prefix too; --out-dir must be another prefix")}
+	}
+	skip := objstore.Scheme + out.Bucket + "/" + dirKey(out.Key)
+	kept := l.items[:0]
+	for _, it := range l.items {
+		if !strings.HasPrefix(it.Input, skip) {
+			kept = append(kept, it)
+		}
+	}
+	l.items = kept
+	return l, nil
+}

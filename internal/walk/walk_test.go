@@ -1,0 +1,58 @@
+package walk
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The walk's order is the byte-wise order of the whole relative paths,
+// as sorting a list of every file would give, though it holds no such
+// list: random trees whose names differ in the bytes around '/' ('-' <
+// '.' < '/' < '0' < 'A' < 'a'), over two arguments merged.
+func TestOrderIsByteWiseOfWholePaths(t *testing.T) {
+	parts := []string{"a", "a-", "a.", "a0", "A", "b", "a.b", "ab"}
+	for seed := range 20 {
+		r := rand.New(rand.NewPCG(uint64(seed), 1))
+		root := t.TempDir()
+		var want []string
+		seen := map[string]bool{}
+		for range 40 {
+			depth := 1 + r.IntN(3)
+			var p []string
+			for range depth - 1 {
+				p = append(p, parts[r.IntN(len(parts))])
+			}
+			p = append(p, parts[r.IntN(len(parts))]+".npy")
+			arg := []string{"x", "y"}[r.IntN(2)]
+			rel := strings.Join(p, "/")
+			full := filepath.Join(root, arg, filepath.FromSlash(rel))
+			if seen[full] || os.MkdirAll(filepath.Dir(full), 0o755) != nil {
+				continue // a name already a directory, or a file on the way
+			}
+			if err := os.WriteFile(full, nil, 0o644); err != nil {
+				continue
+			}
+			seen[full] = true
+			want = append(want, rel+"\x00"+arg)
+		}
+		slices.Sort(want) // byte-wise by relative path, then argument (x < y)
+		w, err := New([]string{filepath.Join(root, "x"), filepath.Join(root, "y")}, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for it, ok := w.Next(); ok; it, ok = w.Next() {
+			if it.Err != nil {
+				continue // an argument with no file
+			}
+			got = append(got, it.Rel+"\x00"+[]string{"x", "y"}[it.Arg])
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("seed %d:\n got %q\nwant %q", seed, got, want)
+		}
+	}
+}
