@@ -8,7 +8,8 @@
 #   a prefix batch bucket to bucket (keys in the order of a directory
 #   walk), a local directory to a prefix, a 256 MiB object, info (an npy
 #   object's header read with at most 64 KiB transferred, counted by a
-#   proxy), compare of a prefix with a local directory, --shard auto,
+#   proxy), compare of a prefix with a local directory, --shard auto, an
+#   npz object member by member (--member, reorder, info), --progress,
 #   configuration from AWS_PROFILE and the shared files, errors (missing
 #   bucket and key, bad credentials, anonymous, an unreachable endpoint, a
 #   malformed input), SIGINT mid-upload (new and replaced object), the
@@ -232,6 +233,36 @@ for p in glob.glob(f"{T}/data/tree/**/*.npy", recursive=True):
 print("  3 shards: 23 files, each once; d2s(s2d(x)) == x")
 PYEOF
 step "d2s --shard auto (Slurm array 1-3) over a prefix: each file once, round trip exact"
+
+# --- containers member by member, --member, reorder, progress --------------
+$PY - "$T/data" <<'PYEOF'
+import sys, numpy as np
+rng = np.random.default_rng(2525)
+np.savez(f"{sys.argv[1]}/arch.npz", x=rng.random((1, 4, 8, 8), dtype=np.float32), labels=np.arange(5, dtype=np.int64))
+PYEOF
+"$DS" convert "$T/data/arch.npz" s3://src/arch.npz || fail "upload of arch.npz"
+"$DS" s2d -b 2 --member x s3://src/arch.npz -o s3://dst/arch.npz || fail "s2d --member of an npz object"
+s3curl -o "$T/got/arch.npz" "$ENDPOINT/dst/arch.npz" || fail "fetch of dst/arch.npz"
+"$DS" reorder --from-order dcr --to-order crd -b 2 --member x s3://dst/arch.npz -o s3://dst/arch-crd.npz || fail "reorder of an npz object"
+s3curl -o "$T/got/arch-crd.npz" "$ENDPOINT/dst/arch-crd.npz" || fail "fetch of dst/arch-crd.npz"
+$PY - "$T" <<'PYEOF' || fail "npz members through objects"
+import sys, numpy as np
+T = sys.argv[1]
+src, got, crd = np.load(f"{T}/data/arch.npz"), np.load(f"{T}/got/arch.npz"), np.load(f"{T}/got/arch-crd.npz")
+x = src["x"]
+n, c, h, w = x.shape
+dcr = x.reshape(n, c, h // 2, 2, w // 2, 2).transpose(0, 3, 5, 1, 2, 4).reshape(n, 4 * c, h // 2, w // 2)
+assert list(got.keys()) == ["x", "labels"], list(got.keys())
+assert got["x"].tobytes() == np.ascontiguousarray(dcr).tobytes(), "x is not numpy's s2d"
+assert got["labels"].tobytes() == src["labels"].tobytes(), "labels changed though --member left it out"
+want_crd = dcr.reshape(n, 4, c, h // 2, w // 2).transpose(0, 2, 1, 3, 4).reshape(n, 4 * c, h // 2, w // 2)
+assert crd["x"].tobytes() == np.ascontiguousarray(want_crd).tobytes(), "reorder dcr -> crd differs from numpy"
+print("  x is numpy's s2d, labels unchanged, reorder to crd equals numpy's")
+PYEOF
+"$DS" info s3://dst/arch.npz | grep -q 'member "labels"' || fail "info of an npz object lists its members"
+"$DS" s2d -b 2 --progress always --out-dir s3://dst/progress/ s3://src/tree/many/ 2>"$T/progress.err" || fail "batch with --progress always"
+grep -q '^depthspace: progress: 12/12 files' "$T/progress.err" || fail "no progress lines: $(cat "$T/progress.err")"
+step "npz object: s2d --member x (labels copied), reorder dcr->crd, info lists members; --progress always over a prefix"
 
 # --- configuration from AWS_PROFILE and the shared files -------------------
 cat >"$T/aws/config" <<EOF
