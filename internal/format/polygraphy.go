@@ -466,13 +466,13 @@ func jsonEscape(s []byte) (rune, int, string) {
 	case 't':
 		return '\t', 2, ""
 	case 'u':
-		r, ok := pgHex4(s[2:])
+		r, ok := hex4ok(s[2:])
 		if !ok {
 			return 0, 0, "invalid \\u escape"
 		}
 		if utf16.IsSurrogate(r) {
 			if len(s) >= 12 && s[6] == '\\' && s[7] == 'u' {
-				if r2, ok := pgHex4(s[8:]); ok {
+				if r2, ok := hex4ok(s[8:]); ok {
 					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
 						return d, 12, ""
 					}
@@ -483,26 +483,6 @@ func jsonEscape(s []byte) (rune, int, string) {
 		return r, 6, ""
 	}
 	return 0, 0, fmt.Sprintf("invalid escape \\%c", s[1])
-}
-
-func pgHex4(s []byte) (rune, bool) {
-	if len(s) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range s[:4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
 }
 
 func (v *pjValue) get(key string) *pjValue {
@@ -1706,4 +1686,11 @@ func (m *PolygraphyMeta) RunOf(member string) (int, string, bool) {
 		return run, member, true
 	}
 	return 0, "", false
+}
+
+// hex4ok is hex4 (json_scan.go) with its -1 for "not four hex digits" as
+// a bool.
+func hex4ok(s []byte) (rune, bool) {
+	r := hex4(s)
+	return r, r >= 0
 }
