@@ -392,35 +392,14 @@ func store(out *fileio.Output, kind format.Kind, h format.Header, name string, l
 		copy(m, preamble)
 		return p.Run(m[len(preamble):], 0, p.Items)
 	}
+	// Otherwise in order, a batch of items at a time, as a container's
+	// member is (produceTo).
 	w := bufio.NewWriterSize(out, 1<<16)
 	if _, err := w.Write(preamble); err != nil {
 		return err
 	}
-	if size == 0 {
-		return w.Flush()
-	}
-	if !p.Itemwise || itemBytes > int64(limit) || p.Items <= 1 {
-		data := make([]byte, size)
-		if err := p.Run(data, 0, p.Items); err != nil {
-			return err
-		}
-		if _, err := w.Write(data); err != nil {
-			return err
-		}
-		return w.Flush()
-	}
-	// Batch items, as many per buffer as fit in the limit.
-	per := max(1, int(int64(limit)/itemBytes))
-	buf := make([]byte, int64(min(per, p.Items))*itemBytes)
-	for first := 0; first < p.Items; first += per {
-		count := min(per, p.Items-first)
-		b := buf[:int64(count)*itemBytes]
-		if err := p.Run(b, first, count); err != nil {
-			return err
-		}
-		if _, err := w.Write(b); err != nil {
-			return err
-		}
+	if err := produceTo(w, size, limit, p); err != nil {
+		return err
 	}
 	return w.Flush()
 }
