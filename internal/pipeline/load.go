@@ -119,6 +119,15 @@ func (t *Tensor) inflate() error {
 	return nil
 }
 
+// readsInPlace says a deferred member's data can be read by position as
+// they are (its Lazy is an io.ReaderAt: a Polygraphy array decodes the
+// base64 groups that hold the bytes asked for), so a job that runs in
+// chunks reads it like a file, with no scratch copy.
+func (t *Tensor) readsInPlace() bool {
+	_, ok := t.lazy.(io.ReaderAt)
+	return ok && t.Data == nil && t.scratch == nil
+}
+
 // scratchAbove: a deferred member whose data are at least this big is
 // inflated into a scratch file, a smaller one into memory (no TMPDIR
 // needed, and -j of them at a time stay well under 64 MiB). A variable

@@ -123,7 +123,7 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan) []MemberJob {
 		}
 		if p.Streams() && t.Stream == nil {
 			jobs[i].Stream = func(out *fileio.Output, base int64, threads int) error {
-				if t.lazy != nil {
+				if t.lazy != nil && !t.readsInPlace() {
 					// A big one inflated into a scratch file and read
 					// from there chunk by chunk: memory holds buffers,
 					// not the member.

@@ -137,6 +137,8 @@ func streamInput(plan *ops.Plan, t *Tensor) chunkInput {
 		return &sequential{r: t.Stream, sz: int64(plan.InBytes())}
 	case f != nil:
 		return offsetReader{f, off}
+	case t.readsInPlace():
+		return t.lazy.(io.ReaderAt) // a Polygraphy array, decoded where read
 	}
 	return memReader(t.Data)
 }

@@ -139,7 +139,9 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 	if f := format.Lookup(to); f == nil || f.Preamble == nil {
 		stream = false
 	}
-	if err := t.load(stream); err != nil {
+	if stream && t.readsInPlace() {
+		// Read by position, chunk by chunk (streamInput).
+	} else if err := t.load(stream); err != nil {
 		var se *scratchError
 		if errors.As(err, &se) {
 			return nil, err
@@ -195,7 +197,7 @@ func streamStore(opts Options, to format.Kind, h format.Header, plan *ops.Plan, 
 	if err != nil {
 		return fail(err)
 	}
-	if f, _ := t.file(); f == nil && t.Stream == nil && out.IsFile() && opts.ChunkBytes <= 0 && plan.Bytes() <= smallWhole {
+	if f, _ := t.file(); f == nil && t.Stream == nil && t.Data != nil && out.IsFile() && opts.ChunkBytes <= 0 && plan.Bytes() <= smallWhole {
 		// A small input read whole: the kernel from its bytes into one
 		// buffer after the preamble, written with one call (the chunked
 		// run would copy the input into a chunk buffer and write twice).
