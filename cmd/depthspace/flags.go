@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/depthspace/depthspace/internal/format"
@@ -105,7 +106,11 @@ func formatTable() string {
 func tensorExts() string {
 	var e []string
 	for _, f := range format.All() {
-		e = append(e, f.Exts...)
+		for _, x := range f.Exts {
+			if !slices.Contains(e, x) { // .json is JSON's and Polygraphy's
+				e = append(e, x)
+			}
+		}
 	}
 	return strings.Join(e, " ")
 }
@@ -147,7 +152,9 @@ func registerCompletions(cmd *cobra.Command) {
 	var exts []string
 	for _, f := range format.All() {
 		for _, e := range f.Exts {
-			exts = append(exts, strings.TrimPrefix(e, "."))
+			if e = strings.TrimPrefix(e, "."); !slices.Contains(exts, e) {
+				exts = append(exts, e)
+			}
 		}
 	}
 	cmd.ValidArgsFunction = func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {

@@ -119,8 +119,6 @@ func Run(opts Options) (*Summary, error) {
 		return nil, errors.New("--out-dir needs at least one INPUT file or directory")
 	}
 	threads := max(1, opts.Threads)
-	// The output directory is made only once the list is known to be
-	// good; one that does not exist yet cannot be inside an input.
 	outInfo, err := os.Stat(opts.OutDir)
 	switch {
 	case isObject(opts.OutDir): // a prefix: nothing to look at or make
@@ -132,8 +130,9 @@ func Run(opts Options) (*Summary, error) {
 	case err != nil:
 		outInfo = nil
 	}
-	walk, err := newLister(opts.Inputs, opts.OutDir, outInfo, opts.Job.To)
-	if err != nil {
+	// The arguments are looked at before the output directory is made:
+	// a batch refused as a whole leaves none behind.
+	if _, err := newLister(opts.Inputs, opts.OutDir, outInfo, opts.Job.To); err != nil {
 		return nil, err
 	}
 	// An --out-dir this run makes holds no outputs yet: they are created
@@ -141,6 +140,18 @@ func Run(opts Options) (*Summary, error) {
 	fresh := outInfo == nil && !isObject(opts.OutDir) && os.Mkdir(opts.OutDir, 0o777) == nil
 	if err := os.MkdirAll(opts.OutDir, 0o777); err != nil && !isObject(opts.OutDir) {
 		return nil, &pipeline.PathError{Path: opts.OutDir, Err: fmt.Errorf("cannot create the output directory: %w", unwrap(err))}
+	}
+	// The walk starts once it exists: a new --out-dir deep inside an input
+	// tree is met by the walk after it was made, and must be known to it
+	// then, or its outputs would be taken for inputs.
+	if outInfo == nil && !isObject(opts.OutDir) {
+		if outInfo, err = os.Stat(opts.OutDir); err != nil {
+			return nil, &pipeline.PathError{Path: opts.OutDir, Err: unwrap(err)}
+		}
+	}
+	walk, err := newLister(opts.Inputs, opts.OutDir, outInfo, opts.Job.To)
+	if err != nil {
+		return nil, err
 	}
 	// A progress display needs the totals before the first file: the
 	// inputs are walked once more for them, first (docs/batch.md gives

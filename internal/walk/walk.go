@@ -171,7 +171,9 @@ func argSource(i int, arg string, outInfo os.FileInfo) (source, error) {
 		return nil, &pipeline.PathError{Path: arg, Err: errors.New("is the output directory too; --out-dir must be another directory")}
 	}
 	w := &dirWalk{arg: i, outInfo: outInfo}
-	w.enter(arg, "", []dir{{arg, fi}})
+	if it, failed := w.enter(arg, "", []dir{{arg, fi}}); failed {
+		w.first = &it // an argument that cannot be read: its failure first
+	}
 	return w, nil
 }
 
@@ -183,6 +185,7 @@ type dirWalk struct {
 	arg     int
 	outInfo os.FileInfo
 	stack   []*frame
+	first   *Item // the argument's own failure, given before its entries
 }
 
 // frame is a directory being walked: its entries, read and sorted when
@@ -211,6 +214,11 @@ type dir struct {
 }
 
 func (w *dirWalk) next() (Item, bool) {
+	if w.first != nil {
+		it := *w.first
+		w.first = nil
+		return it, true
+	}
 	for len(w.stack) > 0 {
 		f := w.stack[len(w.stack)-1]
 		if f.next == len(f.entries) {
@@ -245,7 +253,11 @@ func (w *dirWalk) enter(p, rel string, path []dir) (it Item, failed bool) {
 	entries, err := w.read(p)
 	w.stack = append(w.stack, &frame{p: p, rel: rel, path: path, entries: entries})
 	if err != nil {
-		return Item{Input: p, Rel: rel, Key: rel + "/", Arg: w.arg, Err: &pipeline.PathError{Path: p, Err: fmt.Errorf("cannot read the directory: %w", unwrap(err))}}, true
+		key := rel + "/" // where its entries would sort
+		if rel == "" {
+			key = "" // the argument itself: before anything under it
+		}
+		return Item{Input: p, Rel: rel, Key: key, Arg: w.arg, Err: &pipeline.PathError{Path: p, Err: fmt.Errorf("cannot read the directory: %w", unwrap(err))}}, true
 	}
 	return Item{}, false
 }
