@@ -424,7 +424,11 @@ func objectSource(i int, arg string) (source, error) {
 		info, err := s.Stat(ctx, u)
 		if err == nil {
 			rel := objstore.Base(u.Key)
-			return &one{it: Item{Input: arg, Rel: rel, Key: rel, Size: info.Size, Arg: i}}, nil
+			it := Item{Input: arg, Rel: rel, Key: rel, Size: info.Size, Arg: i}
+			if err := checkRel(rel); err != nil {
+				it.Err = &pipeline.PathError{Path: arg, Err: err}
+			}
+			return &one{it: it}, nil
 		}
 		// No such object: a prefix without its final "/", if keys are
 		// under it; else the HEAD's error.
@@ -445,11 +449,29 @@ func objectSource(i int, arg string) (source, error) {
 func objectList(i int, u objstore.URL, objs []objstore.Object) source {
 	var items []Item
 	for _, o := range objs {
-		if IsTensorName(o.Rel) {
-			items = append(items, Item{Input: objstore.URL{Bucket: u.Bucket, Key: o.Key}.String(), Rel: o.Rel, Key: o.Rel, Size: o.Size, Arg: i})
+		if !IsTensorName(o.Rel) {
+			continue
 		}
+		it := Item{Input: objstore.URL{Bucket: u.Bucket, Key: o.Key}.String(), Rel: o.Rel, Key: o.Rel, Size: o.Size, Arg: i}
+		if err := checkRel(o.Rel); err != nil {
+			it.Err = &pipeline.PathError{Path: it.Input, Err: err}
+		}
+		items = append(items, it)
 	}
 	return &itemList{items: items}
+}
+
+// checkRel refuses a relative path taken from a key, which is anything
+// its writer chose: a ".." segment would put its output outside
+// --out-dir, and "." or an empty segment ("a//b", "/a") would not name
+// the path the key does.
+func checkRel(rel string) error {
+	for _, seg := range strings.Split(rel, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Errorf("its key below the prefix, %q, has an empty, \".\" or \"..\" segment: refused (its output would not be under --out-dir as that path)", rel)
+		}
+	}
+	return nil
 }
 
 // itemList is a source of items already in order.

@@ -1,12 +1,15 @@
 package walk
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/depthspace/depthspace/internal/objstore"
 )
 
 // The walk's order is the byte-wise order of the whole relative paths,
@@ -54,5 +57,30 @@ func TestOrderIsByteWiseOfWholePaths(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("seed %d:\n got %q\nwant %q", seed, got, want)
 		}
+	}
+}
+
+// A key's path below its prefix is anything the bucket's writer chose: a
+// ".." segment would put an output outside --out-dir (found in review: a
+// public bucket listing data/../../x.npy wrote beside the out-dir).
+func TestCheckRel(t *testing.T) {
+	for _, rel := range []string{"../x.npy", "a/../../x.npy", "a/./x.npy", "a//x.npy", "/x.npy", "..", "."} {
+		if checkRel(rel) == nil {
+			t.Errorf("%q accepted", rel)
+		}
+	}
+	for _, rel := range []string{"x.npy", "a/b/x.npy", "..x.npy", "a/...npy", "a.b/x..npy"} {
+		if err := checkRel(rel); err != nil {
+			t.Errorf("%q refused: %v", rel, err)
+		}
+	}
+	l := objectList(0, objstore.URL{Bucket: "b", Key: "data/"}, []objstore.Object{
+		{Key: "data/ok.npy", Rel: "ok.npy"}, {Key: "data/../../escaped.npy", Rel: "../../escaped.npy"}})
+	var got []string
+	for it, ok := l.next(); ok; it, ok = l.next() {
+		got = append(got, fmt.Sprint(it.Rel, " ", it.Err != nil))
+	}
+	if strings.Join(got, ",") != "ok.npy false,../../escaped.npy true" {
+		t.Errorf("listing: %v", got)
 	}
 }
