@@ -114,3 +114,14 @@ func TestTransientRetried(t *testing.T) {
 		t.Logf("%v after %v", err, time.Since(start).Round(time.Millisecond))
 	})
 }
+
+// An upload is never cut into more than S3's 10,000 parts, and parts stay
+// whole MiB of at least partSize.
+func TestPartSizeFor(t *testing.T) {
+	for _, size := range []int64{1, partSize, maxParts * partSize, maxParts*partSize + 1, 100 << 30, 200 << 30, 5 << 40} {
+		ps := partSizeFor(size)
+		if parts := (size + ps - 1) / ps; parts > maxParts || ps < partSize || ps%(1<<20) != 0 {
+			t.Errorf("size %d: part size %d gives %d parts", size, ps, parts)
+		}
+	}
+}

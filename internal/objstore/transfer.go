@@ -127,6 +127,21 @@ func (s *Store) Download(ctx context.Context, u URL, f *os.File, from, size int6
 // number in flight, each streamed from the file, not held in memory) and
 // completed at the end; any failure, or AbortAll (a signal), aborts it,
 // so neither an object nor an upload is left behind.
+// maxParts is S3's limit on the parts of one upload.
+const maxParts = 10000
+
+// partSizeFor is the part size of an upload of size bytes: partSize, or,
+// past maxParts of them (156.25 GiB), the next whole MiB that keeps it
+// within maxParts (S3 allows parts of up to 5 GiB: objects of up to
+// 48.8 TiB). Found in review: part 10,001 was refused after 156 GiB sent.
+func partSizeFor(size int64) int64 {
+	if size <= maxParts*partSize {
+		return partSize
+	}
+	const mib = 1 << 20
+	return (size/maxParts + mib) / mib * mib
+}
+
 func (s *Store) Upload(ctx context.Context, u URL, f *os.File, size int64) error {
 	if size <= partSize {
 		sum, err := crc32c(f, 0, size)
@@ -144,7 +159,8 @@ func (s *Store) Upload(ctx context.Context, u URL, f *os.File, size int64) error
 	started := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	parts := int((size + partSize - 1) / partSize)
+	ps := partSizeFor(size)
+	parts := int((size + ps - 1) / ps)
 	workers := min(streams, parts)
 	var wg sync.WaitGroup // the part workers; counted before AbortAll can see them
 	wg.Add(workers)
@@ -165,8 +181,8 @@ func (s *Store) Upload(ctx context.Context, u URL, f *os.File, size int64) error
 				if i >= int64(parts) || ctx.Err() != nil {
 					return
 				}
-				off := i * partSize
-				n := min(partSize, size-off)
+				off := i * ps
+				n := min(ps, size-off)
 				p, err := s.putPart(ctx, u, up.id, int(i)+1, f, off, n)
 				if err != nil {
 					once.Do(func() { first = err; cancel() })
@@ -234,6 +250,11 @@ var (
 	listMu    sync.Mutex
 	uploads   = map[*upload]bool{}
 	closing   bool
+	// creating are the cancels of uploads being created (under listMu):
+	// AbortAll cancels them first, so that a CreateMultipartUpload the
+	// server does not answer cannot keep the lock from it (found in
+	// review: SIGINT waited 3 minutes, 6 tries of 30 s).
+	creating = map[*context.CancelFunc]bool{}
 )
 
 var errClosing = errors.New("interrupted")
@@ -248,7 +269,20 @@ func (s *Store) begin(ctx context.Context, u URL, cancel context.CancelFunc, par
 	if closing {
 		return nil, errClosing
 	}
-	id, err := s.createUpload(ctx, u)
+	// Registered before interrupted is looked at: AbortAll sets it, then
+	// cancels what is registered, so either it cancels this creation or
+	// this creation sees it set.
+	listMu.Lock()
+	creating[&cancel] = true
+	listMu.Unlock()
+	var id string
+	err := errClosing
+	if !interrupted.Load() {
+		id, err = s.createUpload(ctx, u)
+	}
+	listMu.Lock()
+	delete(creating, &cancel)
+	listMu.Unlock()
 	if err != nil {
 		return nil, s.describe(err)
 	}
@@ -303,6 +337,11 @@ func (up *upload) abortFully(ctx context.Context) {
 // body cut short when the connection closes with the process.
 func AbortAll() {
 	interrupted.Store(true)
+	listMu.Lock()
+	for c := range creating {
+		(*c)() // an upload being created: its request given up
+	}
+	listMu.Unlock()
 	uploadsMu.Lock() // kept until exit
 	closing = true
 	listMu.Lock()
