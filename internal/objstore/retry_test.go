@@ -125,3 +125,51 @@ func TestPartSizeFor(t *testing.T) {
 		}
 	}
 }
+
+// replaced is a server of an object that another writer replaces after
+// its first GET: same size, other bytes, another ETag. It honours
+// If-Match as S3 does (412 Precondition Failed).
+type replaced struct{ gets atomic.Int32 }
+
+func (rp *replaced) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	const size = 1 << 20
+	var first, last int
+	fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-%d", &first, &last)
+	last = min(last, size-1)
+	etag, b := `"v1"`, byte('A')
+	if rp.gets.Add(1) > 1 {
+		etag, b = `"v2"`, 'B'
+	}
+	if m := r.Header.Get("If-Match"); m != "" && m != etag {
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusPreconditionFailed)
+		fmt.Fprint(w, `<Error><Code>PreconditionFailed</Code><Message>At least one of the pre-conditions you specified did not hold</Message></Error>`)
+		return
+	}
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", first, last, size))
+	w.WriteHeader(http.StatusPartialContent)
+	w.Write(bytes.Repeat([]byte{b}, last-first+1))
+}
+
+// An object replaced while it is read fails the read, naming what
+// happened, instead of coming back as the first bytes of one object and
+// the rest of another (found in review).
+func TestObjectReplacedWhileRead(t *testing.T) {
+	s := testStore(t, &replaced{})
+	u := URL{Bucket: "bkt", Key: "x.npy"}
+	head := make([]byte, 4096)
+	n, size, err := s.ReadFirst(context.Background(), u, head)
+	if err != nil || n != len(head) || size != 1<<20 {
+		t.Fatalf("ReadFirst: %d %d %v", n, size, err)
+	}
+	f, err := os.CreateTemp(t.TempDir(), "dl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	err = s.Download(context.Background(), u, f, int64(n), size)
+	if err == nil || !strings.Contains(err.Error(), "the object changed while it was read") {
+		t.Errorf("Download of a replaced object: %v", err)
+	}
+}
