@@ -36,8 +36,11 @@ type fakeS3 struct {
 	nextID   int
 	pageMax  int // ListObjectsV2 pages of at most this many keys
 	failPart int // a part number answered 400 InvalidPart
-	aborted  int
-	log      []string
+	// completeFail: so many CompleteMultipartUpload calls answered 200
+	// with an InternalError in the body first.
+	completeFail int
+	aborted      int
+	log          []string
 }
 
 type fakeUpload struct {
@@ -165,6 +168,11 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		u.parts[n] = body
 		w.Header().Set("ETag", fmt.Sprintf(`"etag%d"`, n))
 	case r.Method == "POST" && q.Has("uploadId"):
+		if f.completeFail > 0 {
+			f.completeFail--
+			fmt.Fprint(w, `<Error><Code>InternalError</Code><Message>We encountered an internal error. Please try again.</Message></Error>`)
+			return
+		}
 		u := f.uploads[q.Get("uploadId")]
 		var req struct {
 			Part []completePart
@@ -441,5 +449,26 @@ func TestAWSAddressing(t *testing.T) {
 	}
 	if strings.Join(seen, "\n") != strings.Join(want, "\n") {
 		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A CompleteMultipartUpload answered 200 with an InternalError in its
+// body is tried again, as S3's documentation says, instead of throwing
+// the whole upload away (found in review).
+func TestCompleteRetriedOnInternalError(t *testing.T) {
+	defer func(p int64) { partSize = p }(partSize)
+	partSize = 1 << 20
+	f := newFake(t)
+	f.completeFail = 2
+	s := fakeStore(t, f, f.creds)
+	data := bytes.Repeat([]byte("x"), 3<<20+5)
+	if err := s.Upload(context.Background(), URL{"bkt", "big.bin"}, tempWith(t, data), int64(len(data))); err != nil {
+		t.Fatalf("Upload: %v", err)
+	}
+	if got := f.objects["bkt/big.bin"]; !bytes.Equal(got, data) {
+		t.Errorf("the object is %d bytes, want %d", len(got), len(data))
+	}
+	if f.aborted != 0 || f.completeFail != 0 {
+		t.Errorf("%d aborted, %d failures left", f.aborted, f.completeFail)
 	}
 }

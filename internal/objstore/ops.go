@@ -2,8 +2,10 @@ package objstore
 
 import (
 	"context"
+	"crypto/md5"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -111,23 +113,64 @@ func (s *Store) complete(ctx context.Context, u URL, id string, parts []complete
 	if err != nil {
 		return err
 	}
-	resp, err := s.do(ctx, &call{method: http.MethodPost, bucket: u.Bucket, key: u.Key, body: body,
-		query:  map[string]string{"uploadId": id},
-		header: http.Header{"Content-Type": {"application/xml"}}})
+	// S3 may answer 200 and put an error in the body, after it has sent
+	// the headers: a transient one (InternalError, SlowDown) is tried
+	// again, as S3's documentation says. And a Complete that was done
+	// but whose answer was lost is tried again by do and finds the
+	// upload gone (NoSuchUpload): the object then says whether it was
+	// made by it (found in review: the run failed though the object was
+	// there).
+	for try := 0; ; try++ {
+		resp, err := s.do(ctx, &call{method: http.MethodPost, bucket: u.Bucket, key: u.Key, body: body,
+			query:  map[string]string{"uploadId": id},
+			header: http.Header{"Content-Type": {"application/xml"}}})
+		var re *ResponseError
+		if errors.As(err, &re) && re.Code == "NoSuchUpload" && s.completed(ctx, u, parts) {
+			return nil
+		}
+		if err != nil {
+			return s.describe(err)
+		}
+		var res struct {
+			XMLName       xml.Name
+			Code, Message string
+		}
+		if err := decodeXML(resp, &res); err != nil {
+			return s.describe(err)
+		}
+		if res.XMLName.Local != "Error" {
+			return nil
+		}
+		e := &ResponseError{StatusCode: resp.StatusCode, Code: res.Code, Message: res.Message}
+		if try >= retries || (res.Code != "InternalError" && res.Code != "SlowDown" && res.Code != "ServiceUnavailable") {
+			return s.describe(e)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff(try)):
+		}
+	}
+}
+
+// completed says whether the object at u is the one an upload of these
+// parts made: its ETag is S3's multipart ETag of these parts, the MD5 of
+// their MD5s followed by "-N" (a server that makes ETags otherwise is
+// not taken at its word: the failure is reported).
+func (s *Store) completed(ctx context.Context, u URL, parts []completePart) bool {
+	info, err := s.Stat(ctx, u)
 	if err != nil {
-		return s.describe(err)
+		return false
 	}
-	var res struct {
-		XMLName       xml.Name
-		Code, Message string
+	h := md5.New()
+	for _, p := range parts {
+		b, err := hex.DecodeString(strings.Trim(p.ETag, `"`))
+		if err != nil || len(b) != md5.Size {
+			return false
+		}
+		h.Write(b)
 	}
-	if err := decodeXML(resp, &res); err != nil {
-		return s.describe(err)
-	}
-	if res.XMLName.Local == "Error" {
-		return s.describe(&ResponseError{StatusCode: resp.StatusCode, Code: res.Code, Message: res.Message})
-	}
-	return nil
+	return strings.Trim(info.ETag, `"`) == fmt.Sprintf("%x-%d", h.Sum(nil), len(parts))
 }
 
 // abortUpload aborts a multipart upload (AbortMultipartUpload): the
