@@ -36,7 +36,7 @@ func transformMembers(opts Options, ts []*Tensor, to format.Kind) (*Result, erro
 		for i, t := range ts {
 			names[i] = t.Name
 		}
-		return nil, pathErr(opts.Path, fmt.Errorf("%s of %d arrays (%s); %s output holds one tensor: write an .npz or .safetensors (-o OUT.npz, --to npz)", containerName(ts[0].Kind), len(ts), strings.Join(names, ", "), to))
+		return nil, pathErr(opts.Path, fmt.Errorf("%s of %d arrays (%s); %s output holds one tensor: write an .npz or .safetensors (an output named OUT.npz, or --to npz), or pick one with --member", containerName(ts[0].Kind), len(ts), strings.Join(names, ", "), to))
 	}
 	// Plan every member before writing anything: an impossible shape in
 	// the last member leaves no output at all.

@@ -56,7 +56,7 @@ func isTar(opts Options) bool {
 func transformTar(opts Options) (*Result, error) {
 	to := outputKind(opts.To, opts.Output, format.KindTar)
 	if to != format.KindTar {
-		return nil, pathErr(opts.Path, fmt.Errorf("is a tar shard; its output is a tar shard too (-o OUT.tar), not %s", to))
+		return nil, pathErr(opts.Path, fmt.Errorf("is a tar shard; its output is a tar shard too (an output named OUT.tar), not %s", to))
 	}
 	if opts.Output == "-" && opts.StdoutTTY {
 		return nil, pathErr("stdout", errors.New("refusing to write a binary tar to a terminal; use -o FILE or a redirect"))
