@@ -173,3 +173,15 @@ func TestObjectReplacedWhileRead(t *testing.T) {
 		t.Errorf("Download of a replaced object: %v", err)
 	}
 }
+
+// A listing that says it is truncated but gives no continuation token is
+// an error, not a prefix quietly cut short.
+func TestListTruncatedWithoutToken(t *testing.T) {
+	s := testStore(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/xml")
+		fmt.Fprint(w, `<ListBucketResult><IsTruncated>true</IsTruncated><Contents><Key>p/a.npy</Key><Size>1</Size></Contents></ListBucketResult>`)
+	}))
+	if _, err := s.List(context.Background(), URL{Bucket: "bkt", Key: "p/"}); err == nil || !strings.Contains(err.Error(), "truncated") {
+		t.Errorf("List: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package objstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -44,8 +45,13 @@ func (s *Store) List(ctx context.Context, u URL) ([]Object, error) {
 			}
 			out = append(out, Object{Key: o.Key, Rel: strings.TrimPrefix(o.Key, prefix), Size: o.Size})
 		}
-		if !res.IsTruncated || res.NextContinuationToken == "" {
+		if !res.IsTruncated {
 			break
+		}
+		if res.NextContinuationToken == "" {
+			// A listing that says it is cut short but not where to go on:
+			// what it holds is not the whole prefix.
+			return nil, &Error{Msg: fmt.Sprintf("the listing of %s is truncated but the server gave no continuation token", URL{Bucket: u.Bucket, Key: prefix})}
 		}
 		token = res.NextContinuationToken
 	}
