@@ -235,3 +235,29 @@ region = us-east-1
 		}
 	}
 }
+
+// credential_process is split into words as the AWS CLI splits it
+// (shlex): a path with spaces can be quoted (it was split on every
+// space: found in review).
+func TestShellSplit(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{`/bin/creds --profile x`, []string{"/bin/creds", "--profile", "x"}},
+		{`"/opt/my tools/creds" --profile 'a b'`, []string{"/opt/my tools/creds", "--profile", "a b"}},
+		{`a\ b "c\"d" 'e\f'`, []string{"a b", `c"d`, `e\f`}},
+		{`  x  `, []string{"x"}},
+		{`x""y`, []string{"xy"}},
+	} {
+		got, err := shellSplit(c.in)
+		if err != nil || strings.Join(got, "|") != strings.Join(c.want, "|") {
+			t.Errorf("shellSplit(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+	for _, bad := range []string{`"open`, `'open`} {
+		if _, err := shellSplit(bad); err == nil {
+			t.Errorf("shellSplit(%q): no error", bad)
+		}
+	}
+}

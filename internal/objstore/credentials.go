@@ -83,7 +83,10 @@ func profileCredentials(profile string, getenv func(string) string) (Creds, erro
 // processCredentials runs a credential_process command and reads the
 // keys it prints (JSON, Version 1).
 func processCredentials(command string) (Creds, error) {
-	args := strings.Fields(command)
+	args, err := shellSplit(command)
+	if err != nil || len(args) == 0 {
+		return Creds{}, fmt.Errorf("credential_process %q: cannot split it into words (%v)", command, err)
+	}
 	out, err := exec.Command(args[0], args[1:]...).Output()
 	if err != nil {
 		return Creds{}, fmt.Errorf("credential_process %s: %v", args[0], err)
@@ -174,4 +177,59 @@ func ssoCredentials(keys map[string]string, getenv func(string) string) (Creds, 
 	}
 	r := rc.RoleCredentials
 	return Creds{r.AccessKeyID, r.SecretAccessKey, r.SessionToken}, nil
+}
+
+// shellSplit splits a command line into words as the AWS CLI does on
+// Unix (Python's shlex.split): blanks separate words, single quotes keep
+// everything, double quotes keep all but a backslash before ", \, $ or
+// `, and a backslash outside quotes keeps the next character. A path
+// with spaces can then be quoted ("/opt/my tools/creds" --profile x).
+func shellSplit(s string) ([]string, error) {
+	var words []string
+	var w strings.Builder
+	in := false // inside a word
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n':
+			if in {
+				words = append(words, w.String())
+				w.Reset()
+				in = false
+			}
+		case c == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, errors.New("an unclosed single quote")
+			}
+			w.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+			in = true
+		case c == '"':
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0 {
+					i++
+				}
+				w.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, errors.New("an unclosed double quote")
+			}
+			in = true
+		case c == '\\':
+			if i+1 < len(s) {
+				i++
+				w.WriteByte(s[i])
+			}
+			in = true
+		default:
+			w.WriteByte(c)
+			in = true
+		}
+	}
+	if in {
+		words = append(words, w.String())
+	}
+	return words, nil
 }
