@@ -253,14 +253,15 @@ type runner struct {
 	q    *stream
 
 	// Threads not in use; a file waits until its share is free.
-	mu      sync.Mutex
-	cond    *sync.Cond
-	threads int
-	free    int
-	turn    int  // the index (in this shard) of the next item to start
-	head    item // that item, once taken from q (hasHead)
-	hasHead bool
-	waiting int // workers waiting in take
+	mu       sync.Mutex
+	cond     *sync.Cond
+	threads  int
+	free     int
+	turn     int  // the index (in this shard) of the next item to start
+	head     item // that item, once taken from q (hasHead)
+	hasHead  bool
+	fetching bool // a worker is getting the next item from q, unlocked
+	waiting  int  // workers waiting in take
 
 	// Records come out in list order: finished ones wait for the earlier,
 	// in pending (a few at a time: the files still running before them),
@@ -291,13 +292,30 @@ func (r *runner) take() (it item, i, threads int, skip, ok bool) {
 	defer r.mu.Unlock()
 	for {
 		if !r.hasHead {
-			// The lock is held while the next item comes: items start in
-			// order anyway, and the walk runs ahead on its own goroutine
-			// (stream), so it is nearly always there already.
-			if r.head, ok = r.q.next(); !ok {
+			if r.fetching {
+				// Another worker is getting the next item: items start
+				// in order, so wait for it.
+				r.waiting++
+				r.cond.Wait()
+				r.waiting--
+				continue
+			}
+			// The next item is waited for without the lock, so that
+			// workers finishing files meanwhile give back their threads
+			// and report (found in review: under a sparse --shard the
+			// walk can take long to find this shard's next file).
+			r.fetching = true
+			r.mu.Unlock()
+			it, more := r.q.next()
+			r.mu.Lock()
+			r.fetching = false
+			if r.waiting > 0 {
+				r.cond.Broadcast()
+			}
+			if !more {
 				return item{}, 0, 0, false, false
 			}
-			r.hasHead = true
+			r.head, r.hasHead = it, true
 		}
 		threads, skip = 0, false
 		if it := r.head; it.err == nil { // a walk error: reported, no threads
