@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 
 	"github.com/depthspace/depthspace/internal/format"
@@ -30,11 +31,16 @@ func Runs(j Job) (*RunsReport, error) {
 		return nil, err
 	}
 	j.A.Deferred = true
-	ts, err := loadPicked(j.A)
+	// --member names what the runs share ("out0", "1/out0"), the names
+	// the report gives, or the file's own ("trt-runner-N0/out0"): it is
+	// applied once the members are put in their runs.
+	globs := j.A.Members
+	j.A.Members = nil
+	ts, err := pipeline.LoadAll(j.A)
 	if err != nil {
 		return nil, err
 	}
-	defer closeAll(ts)
+	defer func() { closeAll(ts) }()
 	runs, ok := ts[0].Meta.(format.Runs)
 	if !ok || len(runs.RunNames()) < 2 {
 		what := "one tensor"
@@ -47,13 +53,21 @@ func Runs(j Job) (*RunsReport, error) {
 	}
 	names := runs.RunNames()
 	groups := make([][]*pipeline.Tensor, len(names))
+	var all []string
 	for _, t := range ts {
 		r, name, ok := runs.RunOf(t.Name)
 		if !ok || r >= len(groups) {
 			return nil, &pipeline.PathError{Path: displayPath(j.A.Path), Err: fmt.Errorf("internal error: member %q belongs to no run", t.Name)}
 		}
+		all = append(all, name)
+		if len(globs) > 0 && !matches(globs, name) && !matches(globs, t.Name) {
+			continue
+		}
 		t.Name = name
 		groups[r] = append(groups[r], t)
+	}
+	if len(groups[0]) == 0 {
+		return nil, &pipeline.PathError{Path: displayPath(j.A.Path), Err: fmt.Errorf("--member %s matches none of the runs' members (%s)", strings.Join(globs, " --member "), strings.Join(uniq(all), ", "))}
 	}
 	if err := checkMemberNames(j.Options, groups[0], nil); err != nil {
 		return nil, err
@@ -118,4 +132,27 @@ func (r *RunsReport) WriteJSONLines(w io.Writer) error {
 		}
 	}
 	return writeJSONLines(w, len(recs), func(i int) (any, bool) { return recs[i], recs[i].Equal }, s)
+}
+
+// matches says whether name matches one of globs.
+func matches(globs []string, name string) bool {
+	for _, g := range globs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// uniq keeps the first of each name, in order.
+func uniq(names []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range names {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
 }

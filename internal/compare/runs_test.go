@@ -57,6 +57,19 @@ func TestRunsEveryRunnerAgainstTheFirst(t *testing.T) {
 	if err != nil || !rep.Equal || len(rep.Pairs[1].Members) != 2 {
 		t.Errorf("--member */*/cls: %v, %v", rep, err)
 	}
+	// Or by the names the runs share, as the report gives them.
+	j.A.Members = []string{"*/cls"}
+	if rep, err = Runs(j); err != nil || !rep.Equal || len(rep.Pairs[1].Members) != 2 {
+		t.Errorf("--member */cls: %v, %v", rep, err)
+	}
+	j.A.Members = []string{"1/out0"}
+	if rep, err = Runs(j); err != nil || rep.Equal || len(rep.Pairs[1].Members) != 1 {
+		t.Errorf("--member 1/out0: %v, %v", rep, err)
+	}
+	j.A.Members = []string{"nothing"}
+	if _, err = Runs(j); err == nil || !strings.Contains(err.Error(), "matches none of the runs' members (0/out0, 0/cls, 1/out0, 1/cls)") {
+		t.Errorf("--member nothing: %v", err)
+	}
 }
 
 func TestRunsJUnit(t *testing.T) {
