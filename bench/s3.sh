@@ -117,32 +117,7 @@ time_it "rclone copyto -I --disable Copy --expect-continue-timeout 0" "${RC[@]}"
 echo "depthspace peak RssAnon: $(rss_anon "$DS" s2d -b 2 s3://src/big.npy -o s3://dst/big.npy)"
 
 echo "--- 3. info of a 900 KiB npy object"
-$PY - "$PROXY_PORT" "$PORT" "$T/count" <<'PYEOF' &
-import socket, sys, threading
-lport, rport, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-total, lock = [0], threading.Lock()
-def pipe(a, b, count):
-    try:
-        while d := a.recv(65536):
-            if count:
-                with lock:
-                    total[0] += len(d)
-                    open(out, "w").write(str(total[0]))
-            b.sendall(d)
-    except OSError:
-        pass
-    for s in (a, b):
-        try: s.shutdown(socket.SHUT_RDWR)
-        except OSError: pass
-srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.bind(("127.0.0.1", lport)); srv.listen(16)
-open(out, "w").write("0")
-while True:
-    c, _ = srv.accept()
-    s = socket.create_connection(("127.0.0.1", rport))
-    threading.Thread(target=pipe, args=(c, s, False), daemon=True).start()
-    threading.Thread(target=pipe, args=(s, c, True), daemon=True).start()
-PYEOF
+$PY scripts/byteproxy.py "$PROXY_PORT" "$PORT" "$T/count" &
 PIDS+=($!)
 for _ in $(seq 50); do [ -f "$T/count" ] && break; sleep 0.1; done
 AWS_ENDPOINT_URL=http://127.0.0.1:$PROXY_PORT "$DS" info s3://src/k900.npy >/dev/null

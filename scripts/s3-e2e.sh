@@ -303,36 +303,7 @@ expect_error '^depthspace: s3://src/bad\.npy: ' "$DS" s2d -b 2 s3://src/bad.npy 
 step "errors: missing key, missing bucket, bad credentials, anonymous, unreachable endpoint, malformed input (no object made)"
 
 # --- info of a 900 KiB object: bytes transferred, counted by a proxy -------
-$PY - "$PROXY_PORT" "$PORT" "$T/proxy.count" >"$T/proxy.log" 2>&1 <<'PYEOF' &
-import socket, sys, threading
-lport, rport, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-total = [0]
-lock = threading.Lock()
-def pipe(a, b, count):
-    try:
-        while True:
-            d = a.recv(65536)
-            if not d: break
-            if count:
-                with lock:
-                    total[0] += len(d)
-                    open(out, "w").write(str(total[0]))
-            b.sendall(d)
-    except OSError:
-        pass
-    finally:
-        for s in (a, b):
-            try: s.shutdown(socket.SHUT_RDWR)
-            except OSError: pass
-srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.bind(("127.0.0.1", lport)); srv.listen(16)
-open(out, "w").write("0")
-while True:
-    c, _ = srv.accept()
-    s = socket.create_connection(("127.0.0.1", rport))
-    threading.Thread(target=pipe, args=(c, s, False), daemon=True).start()
-    threading.Thread(target=pipe, args=(s, c, True), daemon=True).start()
-PYEOF
+$PY scripts/byteproxy.py "$PROXY_PORT" "$PORT" "$T/proxy.count" >"$T/proxy.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 50); do [ -f "$T/proxy.count" ] && break; sleep 0.1; done
 AWS_ENDPOINT_URL=http://127.0.0.1:$PROXY_PORT "$DS" info s3://src/k900.npy >"$T/info900.txt" || fail "info through the proxy"
