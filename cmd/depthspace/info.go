@@ -231,7 +231,7 @@ func writeInfo(w io.Writer, in *pipeline.Info) error {
 	row := func(k, v string) { fmt.Fprintf(&b, "  %-14s %s\n", k, v) }
 	kind := in.Format
 	switch {
-	case in.Format == "npz" && in.Compressed:
+	case in.Compressed: // a deflated member (npz)
 		kind += " member, deflated, npy " + in.NpyVersion
 	case in.NpyVersion != "" && format.IsContainer(format.Kind(in.Format)):
 		kind += " member, npy " + in.NpyVersion // an npy file inside (npz, Polygraphy's base64)

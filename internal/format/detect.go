@@ -60,6 +60,9 @@ type Format struct {
 	// ReadOnly formats are read, never written (camera raw): --to
 	// refuses them before any work.
 	ReadOnly bool
+	// Text formats may be written to a terminal; binary ones are refused
+	// there.
+	Text bool
 	// InTar: a tar shard's member of this format holds tensors that info
 	// and compare read (a WebDataset .json is metadata: not JSON's).
 	InTar bool

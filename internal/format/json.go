@@ -179,7 +179,7 @@ func checkJSONDType(d DType) error {
 // Scanner
 
 func init() {
-	register(Format{Kind: KindJSON, Rank: 3, Doc: "a nested JSON array, or {dtype, shape, data}", Exts: []string{".json"}, Sniff: sniffJSON, SniffOrder: 90,
+	register(Format{Kind: KindJSON, Text: true, Rank: 3, Doc: "a nested JSON array, or {dtype, shape, data}", Exts: []string{".json"}, Sniff: sniffJSON, SniffOrder: 90,
 		Decode: func(b []byte, want *DType) (Header, []byte, string, error) {
 			h, data, err := DecodeJSON(b, want)
 			return h, data, "", err

@@ -418,11 +418,7 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 			return nil, err
 		}
 		if shape != nil && format.ShapeString(shape) != format.ShapeString(h.Shape) {
-			what := map[format.Kind]string{format.KindJSON: "the JSON shape", format.KindONNX: "the tensor's dims", format.KindPNG: "the image's shape"}[kind]
-			if what == "" {
-				what = "the tensor's shape"
-			}
-			return nil, fmt.Errorf("--shape %s does not match %s %s", format.ShapeString(shape), what, format.ShapeString(h.Shape))
+			return nil, fmt.Errorf("--shape %s does not match the shape of the %s tensor, %s", format.ShapeString(shape), kind, format.ShapeString(h.Shape))
 		}
 		t.Header, t.Data, t.Name = h, data, name
 	}

@@ -296,7 +296,7 @@ func checkOutput(opts Options, to format.Kind) error {
 		return pathErr(displayName(opts.Output), format.ReadOnlyError(f))
 	}
 	if opts.Output == "-" {
-		if opts.StdoutTTY && to != format.KindJSON {
+		if f := format.Lookup(to); opts.StdoutTTY && (f == nil || !f.Text) {
 			return pathErr("stdout", fmt.Errorf("refusing to write binary %s data to a terminal; use -o FILE, a redirect, or --to json", to))
 		}
 		return nil
