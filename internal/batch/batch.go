@@ -132,7 +132,8 @@ func Run(opts Options) (*Summary, error) {
 	}
 	// The arguments are looked at before the output directory is made:
 	// a batch refused as a whole leaves none behind.
-	if _, err := newLister(opts.Inputs, opts.OutDir, outInfo, opts.Job.To); err != nil {
+	walk, err := newLister(opts.Inputs, opts.OutDir, outInfo, opts.Job.To)
+	if err != nil {
 		return nil, err
 	}
 	// An --out-dir this run makes holds no outputs yet: they are created
@@ -141,17 +142,15 @@ func Run(opts Options) (*Summary, error) {
 	if err := os.MkdirAll(opts.OutDir, 0o777); err != nil && !isObject(opts.OutDir) {
 		return nil, &pipeline.PathError{Path: opts.OutDir, Err: fmt.Errorf("cannot create the output directory: %w", unwrap(err))}
 	}
-	// The walk starts once it exists: a new --out-dir deep inside an input
-	// tree is met by the walk after it was made, and must be known to it
-	// then, or its outputs would be taken for inputs.
+	// A new --out-dir deep inside an input tree is met by the walk after
+	// it was made: the walk is told of it, or its outputs would be taken
+	// for inputs. (The arguments' own directories were read before it
+	// existed, so it is not among their entries.)
 	if outInfo == nil && !isObject(opts.OutDir) {
 		if outInfo, err = os.Stat(opts.OutDir); err != nil {
 			return nil, &pipeline.PathError{Path: opts.OutDir, Err: unwrap(err)}
 		}
-	}
-	walk, err := newLister(opts.Inputs, opts.OutDir, outInfo, opts.Job.To)
-	if err != nil {
-		return nil, err
+		walk.walk.SetOutDir(outInfo)
 	}
 	// A progress display needs the totals before the first file: the
 	// inputs are walked once more for them, first (docs/batch.md gives

@@ -62,6 +62,16 @@ func New(inputs []string, outDir string, outInfo os.FileInfo) (*Walker, error) {
 	return w, nil
 }
 
+// SetOutDir tells the walk of an output directory made after it started
+// (a batch's new --out-dir): directories read from now on leave it out.
+func (w *Walker) SetOutDir(info os.FileInfo) {
+	for _, h := range w.heads {
+		if d, ok := h.src.(*dirWalk); ok {
+			d.outInfo = info
+		}
+	}
+}
+
 // Next is the next item, false at the end of the walk.
 func (w *Walker) Next() (Item, bool) { return w.heads.pop() }
 
