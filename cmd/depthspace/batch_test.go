@@ -262,15 +262,9 @@ func inTmux(t *testing.T, tmux, dir, command string) string {
 // writes one page per command, the batch flags among them, and stays out
 // of --help; without the tag there is no man command at all.
 func TestManPages(t *testing.T) {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("needs the go command to build with -tags man")
-	}
 	dir := t.TempDir()
 	bin := filepath.Join(t.TempDir(), "depthspace-man")
-	if out, err := exec.Command(gobin, "build", "-tags", "man", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build -tags man: %v\n%s", err, out)
-	}
+	goBuild(t, bin, "-tags", "man")
 	if out, err := exec.Command(bin, "man", dir).CombinedOutput(); err != nil {
 		t.Fatalf("man: %v: %s", err, out)
 	}

@@ -47,8 +47,21 @@ func TestRootBuildsTheNamedCommand(t *testing.T) {
 	if code := run([]string{"s2dd"}, strings.NewReader(""), &out, &errb); code != 2 || !strings.Contains(errb.String(), "s2d") {
 		t.Errorf("a mistyped command: exit %d, %q (want 2 and a suggestion)", code, errb.String())
 	}
+	// The version flag is root's own (versionFlag), not cobra's: the same
+	// line from every spelling, help listing it, help winning over it.
+	want := "depthspace " + versionString() + "\n"
+	for _, args := range [][]string{{"--version"}, {"-v"}, {"--version=true"}, {"-v", "--version"}} {
+		out.Reset()
+		if code := run(args, strings.NewReader(""), &out, &errb); code != 0 || out.String() != want {
+			t.Errorf("%q: exit %d, %q, want %q", args, code, out.String(), want)
+		}
+	}
 	out.Reset()
-	if code := run([]string{"--version"}, strings.NewReader(""), &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "depthspace ") {
-		t.Errorf("--version: exit %d, %q", code, out.String())
+	if code := run([]string{"--help"}, strings.NewReader(""), &out, &errb); code != 0 || !strings.Contains(out.String(), "-v, --version   version for depthspace") {
+		t.Errorf("--help does not list -v, --version:\n%s", out.String())
+	}
+	out.Reset()
+	if code := run([]string{"--version", "--help"}, strings.NewReader(""), &out, &errb); code != 0 || !strings.Contains(out.String(), "Usage:") {
+		t.Errorf("--version --help: exit %d, want the help, got %q", code, out.String())
 	}
 }
