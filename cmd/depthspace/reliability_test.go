@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"go/build"
 	"io"
 	"os"
 	"os/exec"
@@ -57,29 +56,6 @@ func buildBinary(t *testing.T) string {
 	bin := filepath.Join(dir, "depthspace")
 	goBuild(t, bin)
 	return bin
-}
-
-// goBuild builds this command into bin with `go build` and these flags
-// (-tags s3); it skips the test when there is no go command.
-func goBuild(t *testing.T, bin string, flags ...string) {
-	t.Helper()
-	args := append(append([]string{"build"}, flags...), "-o", bin, ".")
-	if out, err := exec.Command(goTool(t), args...).CombinedOutput(); err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
-
-// goTool is the go command; the test is skipped without one.
-func goTool(t *testing.T) string {
-	t.Helper()
-	g, err := exec.LookPath("go")
-	if err != nil {
-		g = filepath.Join(build.Default.GOROOT, "bin", "go")
-		if _, err := os.Stat(g); err != nil {
-			t.Skipf("no go command to build the binary with: %v", err)
-		}
-	}
-	return g
 }
 
 // digest is the SHA-256 of a file, read as a stream (inputs here are up to

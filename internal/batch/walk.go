@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/depthspace/depthspace/internal/format"
-	"github.com/depthspace/depthspace/internal/objstore"
+	fileio "github.com/depthspace/depthspace/internal/io"
 	"github.com/depthspace/depthspace/internal/pipeline"
 	"github.com/depthspace/depthspace/internal/walk"
 )
@@ -146,14 +146,14 @@ func list(inputs []string, outDir string, outInfo os.FileInfo, to format.Kind) (
 // outputPath is where the output of relative path rel goes under outDir:
 // a directory, or a prefix (s3://…) whose keys are rel below it.
 func outputPath(outDir, rel string) string {
-	if objstore.IsURL(outDir) {
-		return objstore.Join(outDir, rel)
+	if isObject(outDir) {
+		return fileio.JoinURL(outDir, rel)
 	}
 	return filepath.Join(outDir, filepath.FromSlash(rel))
 }
 
 // isObject: an s3:// path, which has no directory to make or stat.
-func isObject(p string) bool { return objstore.IsURL(p) }
+func isObject(p string) bool { return fileio.IsObject(p) }
 
 // unwrap drops the path of an *fs.PathError: messages name it already.
 func unwrap(err error) error {

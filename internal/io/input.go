@@ -122,8 +122,8 @@ func Open(name string, stdin io.Reader) (*Input, error) {
 		}
 		return &Input{Name: name, Data: b}, nil
 	}
-	if IsObject(name) {
-		return openObject(name)
+	if p := PlaceOf(name); p != nil {
+		return openObject(p, name)
 	}
 	f, err := openRead(name)
 	if err != nil {

@@ -43,8 +43,9 @@ type Output struct {
 	// anon: f has no name yet (createAnon); Commit links it as the
 	// target, with no temporary name.
 	anon bool
-	// object: the target is an object (s3://…); Commit uploads f (s3.go).
-	object bool
+	// place: the target is an object there (s3://…); Commit uploads f
+	// (place.go).
+	place Place
 	// wmu lets one write into f at a time. The kernel takes the file's
 	// lock for each buffered write anyway (ext4, tmpfs), and a writer
 	// that finds it taken spins on it: under this VM's hypervisor, with
@@ -95,8 +96,8 @@ type Target struct {
 // output that is t.Input, or a link to it, is refused with ErrIsInput.
 // The target is looked at once for that and for what Create needs.
 func CreateFor(name string, stdout io.Writer, t Target) (*Output, error) {
-	if IsObject(name) {
-		return createObject(name) // no input to compare with: objects are never mapped inputs
+	if p := PlaceOf(name); p != nil {
+		return createObject(p, name) // no input to compare with: objects are never mapped inputs
 	}
 	if name == "-" {
 		if o, err := openStdoutFile(stdout); o != nil || err != nil {
@@ -349,7 +350,7 @@ func (o *Output) Commit() error {
 			err = o.f.Truncate(fi.Size())
 		}
 	}
-	if o.object {
+	if o.place != nil {
 		return o.commitObject(err)
 	}
 	if o.anon {
@@ -391,7 +392,7 @@ func (o *Output) Abort() {
 	switch {
 	case o.stdout != nil:
 		o.stdout.abort(o.f)
-	case o.anon, o.object:
+	case o.anon, o.place != nil:
 		o.f.Close() // unnamed: the system frees it; an object is not uploaded
 	case o.f != nil:
 		o.f.Close()
@@ -627,7 +628,7 @@ func handleSignals() {
 	go func() {
 		sig := <-ch
 		for sig == syscall.SIGPIPE && objectsUsed.Load() {
-			sig = <-ch // a server's connection broke (s3.go): an error, not an exit
+			sig = <-ch // a server's connection broke (place.go): an error, not an exit
 		}
 		createMu.Lock() // held until exit: no temp file in the making, and no new one
 		tempMu.Lock()
@@ -637,7 +638,7 @@ func handleSignals() {
 		for _, restore := range restores {
 			restore()
 		}
-		abortUploads() // multipart uploads in flight (s3.go)
+		abortUploads() // multipart uploads in flight (place.go)
 		code := 128
 		if s, ok := sig.(syscall.Signal); ok {
 			code += int(s)

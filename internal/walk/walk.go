@@ -10,7 +10,6 @@
 package walk
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,7 +21,6 @@ import (
 
 	"github.com/depthspace/depthspace/internal/format"
 	fileio "github.com/depthspace/depthspace/internal/io"
-	"github.com/depthspace/depthspace/internal/objstore"
 	"github.com/depthspace/depthspace/internal/pipeline"
 )
 
@@ -410,31 +408,31 @@ type File struct {
 	Err       error
 }
 
-// objectSource is an s3:// argument: one object, or every object under
-// a prefix (s3://B/P/, s3://B, or s3://B/P where no object P exists but
-// keys under P/ do), walked like a directory: tensor names only,
-// relative keys kept, in the byte-wise order of their keys
-// (objstore.List), which is the order a directory's relative paths sort
-// in. (The listing is held whole: a prefix's keys, not streamed.)
+// objectSource is an argument naming an object of a place (s3://…,
+// fileio.Place): one object, or every object under a prefix (s3://B/P/,
+// s3://B, or s3://B/P where no object P exists but keys under P/ do),
+// walked like a directory: tensor names only, relative keys kept, in the
+// byte-wise order of their keys (Place.List), which is the order a
+// directory's relative paths sort in. (The listing is held whole: a
+// prefix's keys, not streamed.)
 func objectSource(i int, arg string) (source, error) {
 	fail := func(rel string, err error) (source, error) {
 		return &one{it: Item{Input: arg, Rel: rel, Key: rel, Arg: i, Err: &pipeline.PathError{Path: arg, Err: err}}}, nil
 	}
-	u, err := objstore.ParseURL(arg)
+	p := fileio.PlaceOf(arg)
+	dir, err := p.Parse(arg)
 	if err != nil {
-		return fail(objstore.Base(arg), err)
+		return fail(urlBase(arg), err)
 	}
-	s, err := objstore.Default()
-	if err != nil {
+	if err := fileio.Ready(p); err != nil {
 		// The configuration: every object would fail the same way.
 		return nil, &pipeline.PathError{Path: arg, Err: err}
 	}
-	ctx := context.Background()
-	if !u.IsPrefix() {
-		info, err := s.Stat(ctx, u)
+	if !dir {
+		_, size, err := p.ReadFirst(arg, nil)
 		if err == nil {
-			rel := objstore.Base(u.Key)
-			it := Item{Input: arg, Rel: rel, Key: rel, Size: info.Size, Arg: i}
+			rel := urlBase(arg)
+			it := Item{Input: arg, Rel: rel, Key: rel, Size: size, Arg: i}
 			if err := checkRel(rel); err != nil {
 				it.Err = &pipeline.PathError{Path: arg, Err: err}
 			}
@@ -442,28 +440,34 @@ func objectSource(i int, arg string) (source, error) {
 		}
 		// No such object: a prefix without its final "/", if keys are
 		// under it; else the HEAD's error.
-		objs, lerr := s.List(ctx, u)
-		if lerr != nil || len(objs) == 0 {
-			return fail(objstore.Base(u.Key), err)
+		entries, lerr := p.List(arg)
+		if lerr != nil || len(entries) == 0 {
+			return fail(urlBase(arg), err)
 		}
-		return objectList(i, u, objs), nil
+		return objectList(i, entries), nil
 	}
-	objs, err := s.List(ctx, u)
+	entries, err := p.List(arg)
 	if err != nil {
-		return fail(objstore.Base(u.Key), err)
+		return fail(urlBase(arg), err)
 	}
-	return objectList(i, u, objs), nil
+	return objectList(i, entries), nil
+}
+
+// urlBase is the last element of a URL's path ("s3://b/a/x.npy":
+// "x.npy"; "" for a prefix, which ends in "/").
+func urlBase(name string) string {
+	return name[strings.LastIndexByte(name, '/')+1:]
 }
 
 // objectList is the tensor objects of a listing, in its order.
-func objectList(i int, u objstore.URL, objs []objstore.Object) source {
+func objectList(i int, entries []fileio.Entry) source {
 	var items []Item
-	for _, o := range objs {
-		if !IsTensorName(o.Rel) {
+	for _, e := range entries {
+		if !IsTensorName(e.Rel) {
 			continue
 		}
-		it := Item{Input: objstore.URL{Bucket: u.Bucket, Key: o.Key}.String(), Rel: o.Rel, Key: o.Rel, Size: o.Size, Arg: i}
-		if err := checkRel(o.Rel); err != nil {
+		it := Item{Input: e.Name, Rel: e.Rel, Key: e.Rel, Size: e.Size, Arg: i}
+		if err := checkRel(e.Rel); err != nil {
 			it.Err = &pipeline.PathError{Path: it.Input, Err: err}
 		}
 		items = append(items, it)
@@ -507,8 +511,8 @@ func IsDir(path string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// isObject: an s3:// path.
-func isObject(p string) bool { return objstore.IsURL(p) }
+// isObject: a URL of a place (s3://…), not a local path.
+func isObject(p string) bool { return fileio.IsObject(p) }
 
 // skipOutDir keeps a prefix's walk out of an s3:// --out-dir, as a
 // directory walk keeps out of the output directory: keys under the
@@ -519,21 +523,16 @@ func skipOutDir(src source, arg, outDir string) (source, error) {
 	if !ok || !isObject(arg) || !isObject(outDir) {
 		return src, nil
 	}
-	in, err1 := objstore.ParseURL(arg)
-	out, err2 := objstore.ParseURL(outDir)
-	if err1 != nil || err2 != nil || in.Bucket != out.Bucket {
+	_, err1 := fileio.PlaceOf(arg).Parse(arg)
+	_, err2 := fileio.PlaceOf(outDir).Parse(outDir)
+	in, out := fileio.DirURL(arg), fileio.DirURL(outDir)
+	if err1 != nil || err2 != nil {
 		return src, nil
 	}
-	dirKey := func(k string) string {
-		if k != "" && !strings.HasSuffix(k, "/") {
-			k += "/"
-		}
-		return k
-	}
-	if dirKey(in.Key) == dirKey(out.Key) {
+	if in == out {
 		return nil, &pipeline.PathError{Path: arg, Err: errors.New("is the output prefix too; --out-dir must be another prefix")}
 	}
-	skip := objstore.Scheme + out.Bucket + "/" + dirKey(out.Key)
+	skip := out
 	kept := l.items[:0]
 	for _, it := range l.items {
 		if !strings.HasPrefix(it.Input, skip) {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/depthspace/depthspace/internal/objstore"
+	fileio "github.com/depthspace/depthspace/internal/io"
 )
 
 // The walk's order is the byte-wise order of the whole relative paths,
@@ -74,8 +74,8 @@ func TestCheckRel(t *testing.T) {
 			t.Errorf("%q refused: %v", rel, err)
 		}
 	}
-	l := objectList(0, objstore.URL{Bucket: "b", Key: "data/"}, []objstore.Object{
-		{Key: "data/ok.npy", Rel: "ok.npy"}, {Key: "data/../../escaped.npy", Rel: "../../escaped.npy"}})
+	l := objectList(0, []fileio.Entry{
+		{Name: "s3://b/data/ok.npy", Rel: "ok.npy"}, {Name: "s3://b/data/../../escaped.npy", Rel: "../../escaped.npy"}})
 	var got []string
 	for it, ok := l.next(); ok; it, ok = l.next() {
 		got = append(got, fmt.Sprint(it.Rel, " ", it.Err != nil))

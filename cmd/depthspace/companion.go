@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	fileio "github.com/depthspace/depthspace/internal/io"
+)
+
+// Plain depthspace has no place but local files and standard input and
+// output: S3's client (net/http, a TLS stack) made every run start 1.3×
+// slower, S3 or not. A run naming an s3:// URL is handed, as git hands
+// https:// to git-remote-https, to the companion program depthspace-s3,
+// which is this program built with -tags s3 (s3.go), S3 built in; it
+// replaces this process (same pid, descriptors, signals and exit
+// status). docs/objects.md says how to install it.
+var companions = []struct {
+	scheme, program, tags string
+}{
+	{"s3://", "depthspace-s3", "s3"},
+}
+
+// companionEnv is set for the companion: a companion without the place
+// (built without its tag) says so instead of handing the run on again.
+const companionEnv = "DEPTHSPACE_COMPANION"
+
+// companionFor is the companion a run with these arguments needs: the
+// first whose scheme this build has no place for and that an argument or
+// a flag's value (--out-dir=s3://…, -os3://…) names. nil: none.
+func companionFor(args []string) *struct{ scheme, program, tags string } {
+	for i := range companions {
+		c := &companions[i]
+		if fileio.PlaceOf(c.scheme) != nil {
+			continue // built in
+		}
+		for _, a := range args {
+			if namesURL(a, c.scheme) {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// namesURL: arg is a URL of scheme, or a flag holding one as its value.
+func namesURL(arg, scheme string) bool {
+	if hasPrefixFold(arg, scheme) {
+		return true
+	}
+	if len(arg) > 1 && arg[0] == '-' {
+		for i := 2; i+len(scheme) <= len(arg); i++ {
+			if hasPrefixFold(arg[i:], scheme) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// runCompanion hands the run (args are os.Args) to c's program, found
+// next to this executable (links resolved), else on PATH. It returns
+// only on failure: the exit status, the reason said on stderr.
+func runCompanion(c *struct{ scheme, program, tags string }, args []string, stderr io.Writer) int {
+	if self := os.Getenv(companionEnv); self != "" {
+		fmt.Fprintf(stderr, "depthspace: %s URLs: %s was run for them but has no %s built in: build it with go build -tags %s\n", c.scheme, self, c.scheme, c.tags)
+		return exitError
+	}
+	path := findCompanion(c.program)
+	if path == "" {
+		fmt.Fprintf(stderr, "depthspace: %s URLs need the companion program %s, found neither next to depthspace nor on PATH: install it from the release archive, or build it from the source with go build -tags %s -o \"$(dirname \"$(command -v depthspace)\")/%s\" ./cmd/depthspace\n", c.scheme, c.program, c.tags, c.program)
+		return exitError
+	}
+	env := append(os.Environ(), companionEnv+"="+path)
+	code, err := execProgram(path, append([]string{path}, args[1:]...), env)
+	if err != nil {
+		fmt.Fprintf(stderr, "depthspace: running %s for %s URLs: %v\n", path, c.scheme, err)
+		return exitError
+	}
+	return code
+}
+
+// findCompanion is the path of program next to this executable, else on
+// PATH; "" if neither.
+func findCompanion(program string) string {
+	if runtime.GOOS == "windows" {
+		program += ".exe"
+	}
+	if exe, err := os.Executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
+		if p := filepath.Join(filepath.Dir(exe), program); isProgram(p) {
+			return p
+		}
+	}
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if dir == "" {
+			continue // not the current directory, as exec.LookPath
+		}
+		if p := filepath.Join(dir, program); isProgram(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+func isProgram(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && (runtime.GOOS == "windows" || fi.Mode()&0o111 != 0)
+}

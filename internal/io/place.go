@@ -1,0 +1,293 @@
+package fileio
+
+import (
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// A Place is where bytes live besides local files and standard input
+// and output: an object store, named by URLs of one scheme
+// (s3://BUCKET/KEY). A package registers one in its init (Register);
+// the rest of the program reaches it only through this package and the
+// walk, which ask it for what follows. Every name given to it is of its
+// scheme.
+//
+// Objects are one more source and sink: an input is downloaded into an
+// unnamed scratch file (Scratch) and mapped like any file, so every
+// format and the streamed path read it unchanged, and its bytes are
+// page cache, not this process's memory; an output is written into an
+// unnamed scratch file exactly as a local output (WriteAt, Reserve, Map)
+// and uploaded by Commit. Abort, a failed upload or a signal leaves no
+// object and no upload behind.
+type Place interface {
+	// Parse checks the form of name and says whether the form alone
+	// names a directory (a prefix: s3://B/P/ or s3://B).
+	Parse(name string) (dir bool, err error)
+	// Ready says whether the place can be used at all (its configuration
+	// read, its credentials found): if not, every name fails alike.
+	Ready() error
+	// ReadFirst reads the start of the object name into p (all of p, or
+	// the whole object if shorter): how many bytes, and the object's
+	// size. An empty p asks for the size alone.
+	ReadFirst(name string, p []byte) (n int, size int64, err error)
+	// Download writes bytes [from, size) of the object name into f at
+	// their own offsets.
+	Download(name string, f *os.File, from, size int64) error
+	// Upload makes the first size bytes of f the object name: all of
+	// them once complete, or nothing.
+	Upload(name string, f *os.File, size int64) error
+	// AbortAll withdraws every upload in flight and refuses new ones (a
+	// signal arrived; the process exits next).
+	AbortAll()
+	// Exists says whether the object name is there: a missing one is
+	// false, any other failure an error.
+	Exists(name string) (bool, error)
+	// IsDir says whether name is walked like a directory: by its form,
+	// or because no object has that name but some are below it.
+	IsDir(name string) bool
+	// List is every object below the directory name (whatever Parse
+	// said), by Rel, their path below it with '/', in byte order.
+	List(name string) ([]Entry, error)
+}
+
+// Entry is an object of a listing: its name (a URL of the place), its
+// path relative to the listed directory, its size.
+type Entry struct {
+	Name, Rel string
+	Size      int64
+}
+
+var places []struct {
+	scheme string // "s3://"
+	place  Place
+}
+
+// Register makes names starting with scheme ("s3://", in any case)
+// mean p. Called from an init.
+func Register(scheme string, p Place) {
+	places = append(places, struct {
+		scheme string
+		place  Place
+	}{scheme, p})
+}
+
+// PlaceOf is the place that name is a URL of, or nil (a local path or
+// "-").
+func PlaceOf(name string) Place {
+	for _, e := range places {
+		if len(name) >= len(e.scheme) && strings.EqualFold(name[:len(e.scheme)], e.scheme) {
+			return e.place
+		}
+	}
+	return nil
+}
+
+// IsObject says whether a path names an object or a prefix of a
+// registered place (s3://…).
+func IsObject(name string) bool { return PlaceOf(name) != nil }
+
+// JoinURL names the object at rel (slash-separated) below the directory
+// dir of a place (with or without its final "/").
+func JoinURL(dir, rel string) string {
+	return strings.TrimSuffix(dir, "/") + "/" + strings.TrimPrefix(rel, "/")
+}
+
+// DirURL is the directory dir of a place as the prefix of the names its
+// listing gives: its scheme in lower case, a final "/".
+func DirURL(dir string) string {
+	if i := strings.Index(dir, "://"); i >= 0 {
+		dir = strings.ToLower(dir[:i]) + dir[i:]
+	}
+	return JoinURL(dir, "")
+}
+
+// smallObject: an object up to this size is read into memory (a reused
+// buffer, like a small file) by its first GET; a larger one goes to a
+// scratch file.
+const smallObject = 8 << 20
+
+// openObject reads the object name: its first smallObject bytes and its
+// size with one ranged GET (no HEAD first); the rest, if any, by
+// parallel ranged GETs into a scratch file that is then opened as a file.
+func openObject(p Place, name string) (*Input, error) {
+	if err := checkObject(p, name, "is a prefix (a directory of objects), not a tensor object"); err != nil {
+		return nil, err
+	}
+	first := GetBuffer(smallObject)
+	n, size, err := p.ReadFirst(name, first)
+	if err != nil {
+		PutBuffer(first)
+		return nil, err
+	}
+	if int64(n) == size {
+		return &Input{Name: name, Data: first[:n], pooled: true}, nil
+	}
+	f, err := Scratch()
+	if err == nil {
+		// Blocks first: a full TMPDIR fails before the transfer.
+		err = fallocate(f, 0, size)
+		if err == nil {
+			_, err = f.WriteAt(first[:n], 0)
+		}
+	}
+	PutBuffer(first)
+	if err == nil {
+		err = p.Download(name, f, int64(n), size)
+	}
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = f.Stat()
+	}
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		return nil, unwrapPath(err)
+	}
+	return openFile(name, f, fi, 0)
+}
+
+// Head is the start of an input and its size, without reading the rest:
+// for a file a positioned read, for an object one ranged GET of at most
+// n bytes (info reads an npy header this way).
+func Head(name string, n int64) (head []byte, size int64, err error) {
+	p := PlaceOf(name)
+	if p == nil {
+		f, err := openRead(name)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return nil, 0, err
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, 0, errors.New("not a regular file")
+		}
+		head = make([]byte, min(fi.Size(), n))
+		if _, err := f.ReadAt(head, 0); err != nil && err != io.EOF {
+			return nil, 0, err
+		}
+		return head, fi.Size(), nil
+	}
+	if _, err := p.Parse(name); err != nil {
+		return nil, 0, err
+	}
+	if err := Ready(p); err != nil {
+		return nil, 0, err
+	}
+	head = make([]byte, n)
+	got, size, err := p.ReadFirst(name, head)
+	if err != nil {
+		return nil, 0, err
+	}
+	return head[:got], size, nil
+}
+
+// createObject starts an output that Commit uploads as the object name.
+func createObject(p Place, name string) (*Output, error) {
+	if err := checkObject(p, name, "names a prefix (ends in /), not an object"); err != nil {
+		return nil, err
+	}
+	uploadsMu.Lock()
+	uploading[p] = true
+	uploadsMu.Unlock()
+	HandleSignals() // a signal aborts the upload in flight
+	f, err := Scratch()
+	if err != nil {
+		return nil, err
+	}
+	return &Output{Name: name, w: f, f: f, place: p}, nil
+}
+
+// checkObject says whether name is well formed and names an object, not
+// a prefix (else the error prefixErr), and whether p can be used.
+func checkObject(p Place, name, prefixErr string) error {
+	dir, err := p.Parse(name)
+	if err == nil && dir {
+		err = errors.New(prefixErr)
+	}
+	if err == nil {
+		err = Ready(p)
+	}
+	return err
+}
+
+// uploading: the places this run has begun outputs to, whose uploads a
+// signal aborts.
+var (
+	uploadsMu sync.Mutex
+	uploading = map[Place]bool{}
+)
+
+// objectsUsed: this run talks to a server. With the signal handler
+// notified of SIGPIPE (for standard output), Go delivers it for a write
+// to any descriptor, a server's broken connection too; the handler then
+// ignores it, and the write's EPIPE is reported as the request's error.
+var objectsUsed atomic.Bool
+
+// Ready is p.Ready for a run that is about to talk to p's server.
+func Ready(p Place) error {
+	objectsUsed.Store(true)
+	return p.Ready()
+}
+
+// abortUploads is called by the signal handler before the process exits:
+// AbortAll of every place an output was begun in. (uploadsMu is kept:
+// the process exits next.)
+func abortUploads() {
+	uploadsMu.Lock()
+	for p := range uploading {
+		p.AbortAll()
+	}
+}
+
+// commitObject uploads the finished output; err is what Commit found
+// before (an unmapping that failed), which uploads nothing.
+func (o *Output) commitObject(err error) error {
+	defer o.f.Close()
+	if err != nil {
+		return unwrapPath(err)
+	}
+	fi, err := o.f.Stat()
+	if err != nil {
+		return unwrapPath(err)
+	}
+	return o.place.Upload(o.Name, o.f, fi.Size())
+}
+
+// ObjectExists says whether an object is there (a HEAD request), for
+// --skip-existing.
+func ObjectExists(name string) (bool, error) {
+	p := PlaceOf(name)
+	if _, err := p.Parse(name); err != nil {
+		return false, err
+	}
+	if err := Ready(p); err != nil {
+		return false, err
+	}
+	return p.Exists(name)
+}
+
+// ObjectIsDir says whether an s3:// path is walked like a directory: a
+// prefix (s3://B/P/, s3://B), or s3://B/P where no object P exists but
+// keys under P/ do.
+func ObjectIsDir(name string) bool {
+	p := PlaceOf(name)
+	dir, err := p.Parse(name)
+	if err != nil {
+		return false
+	}
+	if dir {
+		return true
+	}
+	if Ready(p) != nil {
+		return false
+	}
+	return p.IsDir(name)
+}

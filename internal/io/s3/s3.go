@@ -1,0 +1,97 @@
+// Package s3 is the place s3://BUCKET/KEY (fileio.Place) over
+// internal/objstore: importing it registers the scheme. Plain depthspace
+// does not import it, so that net/http and a TLS stack cost nothing at
+// the start of every run: cmd/depthspace's s3.go (built with -tags s3,
+// the companion program depthspace-s3) and the tests that use objects
+// do (docs/objects.md).
+package s3
+
+import (
+	"context"
+	"os"
+
+	fileio "github.com/depthspace/depthspace/internal/io"
+	"github.com/depthspace/depthspace/internal/objstore"
+)
+
+func init() { fileio.Register(objstore.Scheme, place{}) }
+
+// place adapts objstore's client, made once from the environment
+// (objstore.Default), to fileio.Place: names are s3:// URLs, already
+// checked by Parse where it matters.
+type place struct{}
+
+func (place) Parse(name string) (bool, error) {
+	u, err := objstore.ParseURL(name)
+	return u.IsPrefix(), err
+}
+
+func (place) Ready() error {
+	_, err := objstore.Default()
+	return err
+}
+
+// store is the client and name's URL: every method after Ready.
+func store(name string) (*objstore.Store, objstore.URL, error) {
+	u, err := objstore.ParseURL(name)
+	if err != nil {
+		return nil, u, err
+	}
+	s, err := objstore.Default()
+	return s, u, err
+}
+
+func (place) ReadFirst(name string, p []byte) (int, int64, error) {
+	s, u, err := store(name)
+	if err != nil {
+		return 0, 0, err
+	}
+	return s.ReadFirst(context.Background(), u, p)
+}
+
+func (place) Download(name string, f *os.File, from, size int64) error {
+	s, u, err := store(name)
+	if err != nil {
+		return err
+	}
+	return s.Download(context.Background(), u, f, from, size)
+}
+
+func (place) Upload(name string, f *os.File, size int64) error {
+	s, u, err := store(name)
+	if err != nil {
+		return err
+	}
+	return s.Upload(context.Background(), u, f, size)
+}
+
+func (place) AbortAll() { objstore.AbortAll() }
+
+func (place) Exists(name string) (bool, error) {
+	s, u, err := store(name)
+	if err != nil {
+		return false, err
+	}
+	return s.Exists(context.Background(), u)
+}
+
+func (place) IsDir(name string) bool {
+	s, u, err := store(name)
+	return err == nil && s.IsDir(context.Background(), u)
+}
+
+func (place) List(name string) ([]fileio.Entry, error) {
+	s, u, err := store(name)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := s.List(context.Background(), u)
+	if err != nil {
+		return nil, err
+	}
+	entries := make([]fileio.Entry, len(objs))
+	for i, o := range objs {
+		entries[i] = fileio.Entry{Name: objstore.URL{Bucket: u.Bucket, Key: o.Key}.String(), Rel: o.Rel, Size: o.Size}
+	}
+	return entries, nil
+}
