@@ -48,7 +48,8 @@ PIDS+=($!)
 for _ in $(seq 100); do curl -s -o /dev/null "$ENDPOINT/" && break; sleep 0.1; done
 
 go build -o "$T/depthspace" ./cmd/depthspace
-DS=$T/depthspace
+go build -tags s3 -o "$T/depthspace-s3" ./cmd/depthspace
+DS=$T/depthspace # as installed: s3:// runs exec depthspace-s3, found next to it
 export AWS_ACCESS_KEY_ID=$KEY AWS_SECRET_ACCESS_KEY=$SECRET AWS_ENDPOINT_URL=$ENDPOINT
 export AWS_CONFIG_FILE=$T/none AWS_SHARED_CREDENTIALS_FILE=$T/none
 unset AWS_PROFILE AWS_SESSION_TOKEN AWS_ENDPOINT_URL_S3 AWS_REGION AWS_DEFAULT_REGION

@@ -4,7 +4,9 @@
 # Starts versitygw (github.com/versity/versitygw, its posix backend over a
 # temporary directory, on 127.0.0.1; installed once with `go install` into
 # the Go bin directory when missing), makes buckets through the S3 API,
-# builds depthspace and runs it against the server:
+# builds depthspace and its companion depthspace-s3 (-tags s3) side by
+# side, as they are installed, and runs plain depthspace, which hands
+# every run naming an s3:// URL to depthspace-s3, against the server:
 #   a prefix batch bucket to bucket (keys in the order of a directory
 #   walk), a local directory to a prefix, a 256 MiB object, info (an npy
 #   object's header read with at most 64 KiB transferred, counted by a
@@ -107,11 +109,12 @@ for b in src dst; do mb $b; done
 step "buckets src and dst made through the S3 API"
 
 go build -o "$T/bin/depthspace" ./cmd/depthspace
-DS=$T/bin/depthspace
+go build -tags s3 -o "$T/bin/depthspace-s3" ./cmd/depthspace
+DS=$T/bin/depthspace # s3:// runs exec depthspace-s3, found next to it
 export AWS_ACCESS_KEY_ID=$KEY AWS_SECRET_ACCESS_KEY=$SECRET AWS_ENDPOINT_URL=$ENDPOINT
 unset AWS_PROFILE AWS_SESSION_TOKEN AWS_ENDPOINT_URL_S3 AWS_REGION AWS_DEFAULT_REGION AWS_CA_BUNDLE
 export AWS_CONFIG_FILE=$T/aws/none AWS_SHARED_CREDENTIALS_FILE=$T/aws/none
-step "depthspace built"
+step "depthspace and depthspace-s3 built"
 
 # --- data -------------------------------------------------------------------
 # Names whose order tells a prefix listing from a careless walk: "a.b",
