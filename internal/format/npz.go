@@ -733,3 +733,17 @@ func (p *npzPlaced) Placed(i int) error {
 }
 
 func (p *npzPlaced) Close() error { return p.nw.Close() }
+
+// An NpzWriter is a Compressor (layout.go): a deflated archive's members
+// are compressed by DeflateNpyTo on the caller's goroutines and added in
+// order by RawFrom.
+
+func (n *NpzWriter) Compresses() bool { return n.compress }
+
+func (n *NpzWriter) Compress(h Header, data io.Reader, size int64, dst io.Writer) (uint32, uint64, error) {
+	return DeflateNpyTo(h, data, size, dst)
+}
+
+func (n *NpzWriter) AddCompressed(name string, r io.Reader, csize int64, sum uint32, usize uint64) error {
+	return n.RawFrom(name, r, csize, sum, usize)
+}

@@ -138,7 +138,7 @@ func (s *spool) abandon() {
 // stream, while the run goes on.
 type outSpool struct {
 	f      *os.File
-	dst    *fileio.Output
+	dst    sink
 	size   int64
 	sufMin []int64    // sufMin[i]: the least output offset of chunks i and later
 	wmu    sync.Mutex // one write into f at a time
@@ -154,7 +154,7 @@ type outSpool struct {
 	sent   chan struct{}
 }
 
-func newOutSpool(dst *fileio.Output, size int64) (*outSpool, error) {
+func newOutSpool(dst sink, size int64) (*outSpool, error) {
 	f, err := fileio.Scratch()
 	if err != nil {
 		return nil, fmt.Errorf("cannot make a scratch file to hold the output: %w", err)

@@ -88,7 +88,7 @@ func (m memReader) ReadAt(p []byte, off int64) (int, error) {
 // streamRun computes plan chunk by chunk from t into out, whose data starts
 // at base. File outputs are written at offsets by several workers at once;
 // stream outputs chunk after chunk in order.
-func streamRun(plan *ops.Plan, t *Tensor, out *fileio.Output, base int64, threads, chunkBytes int, progress func(int64)) error {
+func streamRun(plan *ops.Plan, t *Tensor, out sink, base int64, threads, chunkBytes int, progress func(int64)) error {
 	if progress == nil {
 		progress = func(int64) {}
 	}
@@ -156,7 +156,7 @@ func (j *streamJob) close() {
 
 // chunk cuts the plan into the chunks the run takes, spooling the streams
 // that need it first since that changes which chunks are possible.
-func (j *streamJob) chunk(out *fileio.Output, chunkBytes int, adapt bool) error {
+func (j *streamJob) chunk(out sink, chunkBytes int, adapt bool) error {
 	var err error
 	if j.ck, err = j.plan.Chunker(chunkBytes, j.seqIn, j.seqOut); err != nil {
 		return err
@@ -182,7 +182,7 @@ func (j *streamJob) chunk(out *fileio.Output, chunkBytes int, adapt bool) error 
 // then the streams are spooled (spool.go). A piped output goes first: the
 // chunks are then those of reading the input in order, usually small, and
 // only if they are not is a piped input spooled too.
-func (j *streamJob) spoolStreams(out *fileio.Output, chunkBytes int) error {
+func (j *streamJob) spoolStreams(out sink, chunkBytes int) error {
 	if j.seqOut && j.ck.MaxBytes() > spoolAbove {
 		so, err := newOutSpool(out, int64(j.plan.Bytes()))
 		if err != nil {

@@ -41,8 +41,11 @@ func newShardWriter(w io.Writer) *shardWriter {
 		live:   true,
 		pooled: [2][]byte{fileio.GetBuffer(shardBuffer), fileio.GetBuffer(shardBuffer)},
 	}
-	s.buf = s.pooled[0][:0]
-	s.spare <- s.pooled[1][:0]
+	// The pool may hand back larger buffers than asked for: cut to
+	// shardBuffer, so that writing starts as soon as one is full (a
+	// failing output is then found while the first members are copied).
+	s.buf = s.pooled[0][:0:shardBuffer]
+	s.spare <- s.pooled[1][:0:shardBuffer]
 	go func() {
 		defer close(s.done)
 		for b := range s.full {

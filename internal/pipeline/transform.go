@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -135,117 +134,12 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 	if n := plan.CropNote(); n != "" && opts.Note != nil {
 		opts.Note(displayInput(opts.Path) + ": " + n)
 	}
-	stream := plan.Streams()
-	if f := format.Lookup(to); f == nil || f.Preamble == nil {
-		stream = false
-	}
-	if stream && t.readsInPlace() {
-		// Read by position, chunk by chunk (streamInput).
-	} else if err := t.load(stream); err != nil {
-		var se *scratchError
-		if errors.As(err, &se) {
-			return nil, err
-		}
-		return nil, pathErr(opts.Path, err)
-	}
-	out := format.Header{DType: t.DType, Shape: plan.Out}
-	if stream {
-		err = streamStore(opts, to, out, plan, t)
-	} else {
-		if t.Stream != nil {
-			// JSON output, Fortran-order input, a crop or a pad need the
-			// whole tensor.
-			if t.Data, err = readWhole(t.Stream, int64(plan.InBytes())); err != nil {
-				return nil, pathErr("stdin", err)
-			}
-			t.Stream = nil
-		}
-		err = storeTensor(opts.Output, opts.target(t), to, out, t.Name, opts.Stdout, opts.BufferLimit, producer(plan, t, opts.Threads))
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &Result{Input: opts.Path, Output: opts.Output, InShape: t.Shape, OutShape: plan.Out,
-		DType: t.DType.Name(), Bytes: int64(plan.Bytes())}, nil
+	return writeResult(opts.dest(t), to, memberJobs(opts, []*Tensor{t}, []*ops.Plan{plan}, to))
 }
 
 // smallWhole is the largest result of an input read whole that is
 // computed in one piece, not in chunks.
 const smallWhole = 1 << 20
-
-// streamStore writes the result chunk by chunk (stream.go): to a file from
-// several workers at once, to standard output in order.
-func streamStore(opts Options, to format.Kind, h format.Header, plan *ops.Plan, t *Tensor) error {
-	if format.IsContainer(to) {
-		// One tensor as an archive of one member (members.go).
-		_, err := StoreMembers(opts.Output, to, opts.Stdout, opts.BufferLimit, memberJobs(opts, []*Tensor{t}, []*ops.Plan{plan}))
-		return err
-	}
-	out, err := fileio.CreateFor(opts.Output, opts.Stdout, opts.target(t))
-	if err != nil {
-		return pathErr(opts.Output, err)
-	}
-	fail := func(err error) error {
-		out.Abort()
-		var pe *PathError
-		if errors.As(err, &pe) {
-			return err
-		}
-		return pathErr(displayName(opts.Output), err)
-	}
-	preamble, err := preambleFor(to, h, t.Name)
-	if err != nil {
-		return fail(err)
-	}
-	if f, _ := t.file(); f == nil && t.Stream == nil && t.Data != nil && out.IsFile() && opts.ChunkBytes <= 0 && plan.Bytes() <= smallWhole {
-		// A small input read whole: the kernel from its bytes into one
-		// buffer after the preamble, written with one call (the chunked
-		// run would copy the input into a chunk buffer and write twice).
-		if err := out.Reserve(int64(len(preamble)) + int64(plan.Bytes())); err != nil {
-			return fail(err)
-		}
-		buf := fileio.GetBuffer(len(preamble) + plan.Bytes())
-		defer fileio.PutBuffer(buf)
-		copy(buf, preamble)
-		if err := plan.Run(buf[len(preamble):], t.Data, 1); err != nil {
-			return fail(pathErr(opts.Path, err))
-		}
-		if _, err := out.WriteAt(buf, 0); err != nil {
-			return fail(err)
-		}
-		if opts.Progress != nil {
-			opts.Progress(int64(plan.Bytes()))
-		}
-		if err := out.Commit(); err != nil {
-			return pathErr(displayName(opts.Output), err)
-		}
-		return nil
-	}
-	if out.IsFile() {
-		if err := out.Reserve(int64(len(preamble)) + int64(plan.Bytes())); err != nil {
-			return fail(err)
-		}
-		if _, err := out.WriteAt(preamble, 0); err != nil {
-			return fail(err)
-		}
-	} else if _, err := out.Write(preamble); err != nil {
-		return fail(err)
-	}
-	if err := streamRun(plan, t, out, int64(len(preamble)), opts.Threads, opts.ChunkBytes, opts.Progress); err != nil {
-		var we *writeError
-		if errors.As(err, &we) {
-			return fail(pathErr(displayName(opts.Output), we.err))
-		}
-		if t.Stream != nil && !errors.Is(err, errInternal) {
-			return fail(pathErr("stdin", err))
-		}
-		return fail(pathErr(opts.Path, err))
-	}
-	if err := out.Commit(); err != nil {
-		return pathErr(displayName(opts.Output), err)
-	}
-	return nil
-}
 
 var errInternal = errors.New("internal error")
 
@@ -283,10 +177,11 @@ func outputKind(to format.Kind, output string, in format.Kind) format.Kind {
 	return in
 }
 
-// target is what the job knows of its output for t: the input file it
-// must not overwrite, and whether its directory is new.
-func (o *Options) target(t *Tensor) fileio.Target {
-	return fileio.Target{Input: t.Info(), Fresh: o.FreshDir}
+// dest is where the job's result for t goes, with what the job knows of
+// it: the input file it must not overwrite, whether its directory is new.
+func (o *Options) dest(t *Tensor) dest {
+	return dest{path: o.Output, stdout: o.Stdout, limit: o.BufferLimit,
+		target: fileio.Target{Input: t.Info(), Fresh: o.FreshDir}}
 }
 
 // checkOutput refuses, before any work, an output the job cannot write:
@@ -324,39 +219,18 @@ func checkNotInput(opts Options, t *Tensor) error {
 // Store writes a tensor of header h (always C order) produced by p to the
 // output path in format kind, atomically for files.
 func Store(path string, kind format.Kind, h format.Header, stdout io.Writer, limit int, p Producer) error {
-	return StoreNamed(path, kind, h, "", stdout, limit, p)
+	_, err := writeResult(dest{path: path, stdout: stdout, limit: limit}, kind,
+		[]MemberJob{{Name: memberName(kind, ""), Header: h, Producer: p}})
+	return err
 }
 
-// StoreNamed is Store for a tensor with a name: the ONNX TensorProto name
-// of an onnx output.
-func StoreNamed(path string, kind format.Kind, h format.Header, name string, stdout io.Writer, limit int, p Producer) error {
-	return storeTensor(path, fileio.Target{}, kind, h, name, stdout, limit, p)
-}
-
-// storeTensor is StoreNamed for an output of which the job knows target
-// (fileio.CreateFor): the input file it must not overwrite, a new
-// directory.
-func storeTensor(path string, target fileio.Target, kind format.Kind, h format.Header, name string, stdout io.Writer, limit int, p Producer) error {
-	if limit <= 0 {
-		limit = DefaultBufferLimit
+// memberName is the name of a single tensor in an output of format kind:
+// its own name, or numpy's for a positional array in a container.
+func memberName(kind format.Kind, name string) string {
+	if format.IsContainer(kind) && name == "" {
+		return DefaultMemberName
 	}
-	if format.IsContainer(kind) {
-		// One tensor as an archive of one member (members.go).
-		_, err := StoreMembers(path, kind, stdout, limit, []MemberJob{{Name: DefaultMemberName, Header: h, Producer: p}})
-		return err
-	}
-	out, err := fileio.CreateFor(path, stdout, target)
-	if err != nil {
-		return pathErr(path, err)
-	}
-	if err := store(out, kind, h, name, limit, p); err != nil {
-		out.Abort()
-		return pathErr(displayName(path), err)
-	}
-	if err := out.Commit(); err != nil {
-		return pathErr(displayName(path), err)
-	}
-	return nil
+	return name
 }
 
 func displayName(path string) string {
@@ -364,56 +238,6 @@ func displayName(path string) string {
 		return "stdout"
 	}
 	return path
-}
-
-func store(out *fileio.Output, kind format.Kind, h format.Header, name string, limit int, p Producer) error {
-	size := h.DataBytes()
-	if f := format.Lookup(kind); f != nil && f.Encode != nil {
-		// A format written whole (JSON, PNG).
-		data := make([]byte, size)
-		if err := p.Run(data, 0, p.Items); err != nil {
-			return err
-		}
-		return f.Encode(out, h, name, data)
-	}
-	preamble, err := preambleFor(kind, h, name)
-	if err != nil {
-		return err
-	}
-	itemBytes := int64(0)
-	if p.Items > 0 {
-		itemBytes = size / int64(p.Items)
-	}
-	// A result larger than the buffer limit, going to a file, is written
-	// through a mapping of the file: memory stays bounded whatever its size.
-	if out.IsFile() && (size > int64(limit) && (!p.Itemwise || itemBytes > int64(limit))) {
-		m, err := out.Map(int64(len(preamble)) + size)
-		if err != nil {
-			return err
-		}
-		copy(m, preamble)
-		return p.Run(m[len(preamble):], 0, p.Items)
-	}
-	// Otherwise in order, a batch of items at a time, as a container's
-	// member is (produceTo).
-	w := bufio.NewWriterSize(out, 1<<16)
-	if _, err := w.Write(preamble); err != nil {
-		return err
-	}
-	if err := produceTo(w, size, limit, p); err != nil {
-		return err
-	}
-	return w.Flush()
-}
-
-// preambleFor is what precedes the element data of a binary output: the
-// npy header, the ONNX TensorProto fields before raw_data, or nothing.
-func preambleFor(kind format.Kind, h format.Header, name string) ([]byte, error) {
-	f := format.Lookup(kind)
-	if f == nil || f.Preamble == nil {
-		return nil, fmt.Errorf("internal error: %s output is not written as a preamble and data", kind)
-	}
-	return f.Preamble(h, name)
 }
 
 func displayInput(path string) string {

@@ -1,0 +1,161 @@
+package format
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Every output is written the one way a container is (the pipeline's
+// write.go): a format lays out members, and the pipeline puts each
+// member's data where the layout says. A single-tensor format is a
+// container of one member: a preamble followed by the data (npy, raw,
+// ONNX), or a tensor encoded whole (JSON, PNG). Writers gives any
+// writable format's two ways in, so the pipeline never asks which kind
+// of format it writes.
+
+// Writers returns how f's outputs are written: by position into a file
+// (nil when f cannot be written so), and in order into a stream.
+func Writers(f *Format) (CreateAtFunc, CreateFunc) {
+	switch {
+	case f.Container:
+		return f.CreateAt, f.Create
+	case f.Preamble != nil:
+		return preambleAt(f), preambleSeq(f)
+	case f.Encode != nil:
+		return nil, encodeSeq(f)
+	}
+	return nil, nil
+}
+
+// oneMember refuses a layout of other than one member to a
+// single-tensor format (the pipeline never asks for one).
+func oneMember(f *Format, members []MemberSpec) error {
+	if len(members) != 1 {
+		return fmt.Errorf("internal error: %d members for a %s output, which holds one tensor", len(members), f.Kind)
+	}
+	return nil
+}
+
+// preambleAt places the data after the preamble, the file sized for both
+// up front.
+func preambleAt(f *Format) CreateAtFunc {
+	return func(out FileOut, members []MemberSpec, _ any) (PlacedWriter, error) {
+		if err := oneMember(f, members); err != nil {
+			return nil, err
+		}
+		m := members[0]
+		pre, err := f.Preamble(m.Header, m.Name)
+		if err != nil {
+			return nil, err
+		}
+		if err := out.Reserve(int64(len(pre)) + m.Header.DataBytes()); err != nil {
+			return nil, err
+		}
+		return &preamblePlaced{out: out, pre: pre}, nil
+	}
+}
+
+type preamblePlaced struct {
+	out FileOut
+	pre []byte
+}
+
+func (p *preamblePlaced) Place(int) (int64, error) {
+	if _, err := p.out.WriteAt(p.pre, 0); err != nil {
+		return 0, err
+	}
+	return int64(len(p.pre)), nil
+}
+func (p *preamblePlaced) Placed(int) error { return nil }
+func (p *preamblePlaced) Close() error     { return nil }
+
+// preambleSeq writes the preamble, then hands the stream itself to the
+// member's data: a caller that sees its own writer come back may write
+// the data around any buffering of its own (a pipe: in large pieces,
+// or with sendfile).
+func preambleSeq(f *Format) CreateFunc {
+	return func(w io.Writer, members []MemberSpec, _ any) (MemberWriter, error) {
+		if err := oneMember(f, members); err != nil {
+			return nil, err
+		}
+		return &preambleWriter{f: f, w: w}, nil
+	}
+}
+
+type preambleWriter struct {
+	f    *Format
+	w    io.Writer
+	done bool
+}
+
+func (p *preambleWriter) Member(name string, h Header) (io.Writer, error) {
+	if p.done {
+		return nil, fmt.Errorf("internal error: a second tensor in a %s output", p.f.Kind)
+	}
+	p.done = true
+	pre, err := p.f.Preamble(h, name)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.w.Write(pre); err != nil {
+		return nil, err
+	}
+	return p.w, nil
+}
+func (p *preambleWriter) Close() error { return nil }
+
+// encodeSeq gathers the tensor's data, which Close encodes whole.
+func encodeSeq(f *Format) CreateFunc {
+	return func(w io.Writer, members []MemberSpec, _ any) (MemberWriter, error) {
+		if err := oneMember(f, members); err != nil {
+			return nil, err
+		}
+		return &encodeWriter{f: f, w: w}, nil
+	}
+}
+
+type encodeWriter struct {
+	f    *Format
+	w    io.Writer
+	name string
+	h    *Header
+	data bytes.Buffer
+}
+
+func (e *encodeWriter) Member(name string, h Header) (io.Writer, error) {
+	if e.h != nil {
+		return nil, fmt.Errorf("internal error: a second tensor in a %s output", e.f.Kind)
+	}
+	e.name, e.h = name, &h
+	e.data.Grow(int(h.DataBytes()))
+	return &e.data, nil
+}
+
+func (e *encodeWriter) Close() error {
+	if e.h == nil {
+		return errors.New("internal error: no tensor to encode")
+	}
+	if int64(e.data.Len()) != e.h.DataBytes() {
+		return fmt.Errorf("internal error: %d of %d data bytes to encode", e.data.Len(), e.h.DataBytes())
+	}
+	return e.f.Encode(e.w, *e.h, e.name, e.data.Bytes())
+}
+
+// Compressor is implemented by a MemberWriter whose members are
+// compressed (a deflated npz). Compressing is the cost of such an
+// output, one core deflating some 25 MB/s, so the pipeline compresses
+// members on several goroutines with Compress and adds them in order
+// with AddCompressed.
+type Compressor interface {
+	// Compresses says whether this output's members are compressed.
+	Compresses() bool
+	// Compress writes member h, whose size data bytes it reads from
+	// data, compressed to dst, and returns what AddCompressed needs:
+	// the checksum and size of the uncompressed member.
+	Compress(h Header, data io.Reader, size int64, dst io.Writer) (sum uint32, usize uint64, err error)
+	// AddCompressed adds member name, whose compressed bytes are the
+	// csize bytes of r.
+	AddCompressed(name string, r io.Reader, csize int64, sum uint32, usize uint64) error
+}
