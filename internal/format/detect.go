@@ -89,7 +89,9 @@ type Format struct {
 	// Preamble is what precedes the element bytes of a written tensor,
 	// for formats whose data are the tensor's bytes as they are (npy, raw,
 	// ONNX): the output is then streamed. Encode writes a whole tensor at
-	// once, for the others (JSON, PNG). Containers have neither.
+	// once, for the others (JSON, PNG). Containers have neither; Writers
+	// (layout.go) makes either a layout of one member, so that every
+	// output is written the same way.
 	Preamble func(h Header, name string) ([]byte, error)
 	Encode   func(w io.Writer, h Header, name string, data []byte) error
 	// CanWrite says why a tensor cannot be written in this format (nil:
@@ -100,6 +102,9 @@ type Format struct {
 	// pattern at the tensor's origin for --block-order cfa (camera raw).
 	Describe func(b []byte) ([][2]string, error)
 	CFA      func(b []byte) (string, error)
+	// DTypeName is the format's own name for a dtype (safetensors'
+	// "F32"), which info shows as the descr; nil: numpy's descr.
+	DTypeName func(d DType) (string, error)
 }
 
 var formats = map[Kind]*Format{}

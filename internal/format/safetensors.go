@@ -467,7 +467,8 @@ func (s *SafetensorsWriter) Close() error {
 func init() {
 	register(Format{Kind: KindSafetensors, InTar: true, Rank: 6, Doc: "Hugging Face safetensors, member by member, metadata kept", Noun: "a safetensors file", Aliases: []string{"st"}, Exts: []string{".safetensors"},
 		Container: true, Sniff: SniffSafetensors, SniffOrder: 30,
-		Open: openSafetensors, Create: createSafetensors, CreateAt: createSafetensorsAt})
+		Open: openSafetensors, Create: createSafetensors, CreateAt: createSafetensorsAt,
+		DTypeName: SafetensorsName})
 }
 
 // openSafetensors is safetensors' Open: every tensor in data order, its

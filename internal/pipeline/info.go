@@ -150,8 +150,8 @@ func describe(path string, t *Tensor, block ops.Block) *Info {
 	if t.Fortran {
 		info.Order = "F"
 	}
-	if t.Kind == format.KindSafetensors {
-		info.Descr, _ = format.SafetensorsName(t.DType) // the file's own name for it
+	if f := format.Lookup(t.Kind); f != nil && f.DTypeName != nil {
+		info.Descr, _ = f.DTypeName(t.DType) // the file's own name for it
 	}
 	if t.input != nil {
 		info.FileBytes = int64(len(t.input.Data))
