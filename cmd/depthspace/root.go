@@ -56,21 +56,31 @@ func newRootCmdFor(s *streams, args []string) *cobra.Command {
 // newRootCmd builds the whole tree.
 func newRootCmd(s *streams) *cobra.Command {
 	root := newRoot(s, subcommands)
+	// Only a run that builds the whole tree can show the root's help
+	// (or write its man page): the table of formats is made for it alone
+	// (it was a tenth of the CPU time of --version).
+	root.Long = rootLong + formatTable() + rootLongEnd
 	for _, c := range extraCommands {
 		root.AddCommand(c())
 	}
 	return root
 }
 
+// rootLong and rootLongEnd are the root's help text around the table of
+// formats.
+const (
+	rootLong = `depthspace rearranges tensors the way the SpaceToDepth and DepthToSpace
+operators do (ONNX, DirectML, TensorFlow, PyTorch pixel_shuffle, OpenVINO),
+byte-exact for every dtype, on every core, in files of these formats:
+`
+	rootLongEnd = `
+See 'depthspace convert --help' to change a file's format.`
+)
+
 func newRoot(s *streams, subs []subcommand) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "depthspace",
 		Short: "Space-to-depth and depth-to-space on tensor files",
-		Long: `depthspace rearranges tensors the way the SpaceToDepth and DepthToSpace
-operators do (ONNX, DirectML, TensorFlow, PyTorch pixel_shuffle, OpenVINO),
-byte-exact for every dtype, on every core, in files of these formats:
-` + formatTable() + `
-See 'depthspace convert --help' to change a file's format.`,
 		Example: `  depthspace s2d -b 2 in.npy -o out.npy
   depthspace d2s -b 2 --order crd in.npy -o out.npy
   cat in.npy | depthspace s2d -b 2 > out.npy`,
