@@ -25,17 +25,7 @@ func main() {
 	// No allocation sampling: nothing reads the profile, and a sampled
 	// allocation costs a stack walk (perf: 2% of a run on a tiny file).
 	runtime.MemProfileRate = 0
-	// One P more than the Go default (the cores): a worker in a long read
-	// or write (milliseconds for a few MiB) keeps its P while another
-	// is idle, where with every P busy the runtime's monitor takes the P
-	// back from each such call and wakes every 20 µs to look again: 400
-	// files of 3 MiB made 9,000 context switches, 3,400 with the spare P,
-	// in 0.86x the time. -j still sets how many goroutines work. (Set
-	// once, it is no longer adjusted when a container's CPU limit
-	// changes during the run.)
-	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
-	}
+	// The spare P for I/O workers is given when workers start (ops.SpareP).
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -196,6 +196,7 @@ func Run(opts Options) (*Summary, error) {
 	if os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(200))
 	}
+	fileio.SpareP() // workers in long reads and writes keep a P spare
 	// Threads workers take the files in order. A worker lives for the
 	// whole batch (a goroutine per file grew a new stack for each: 7% of
 	// a batch of small files) and takes the next file once its share of

@@ -26,6 +26,9 @@ var pool struct {
 // GetBuffer returns a buffer of n bytes (contents undefined), reused when
 // one that is large enough was handed back.
 func GetBuffer(n int) []byte {
+	if n >= spareBytes {
+		SpareP()
+	}
 	pool.Lock()
 	best := -1
 	for i, b := range pool.free {

@@ -169,6 +169,7 @@ func openFile(name string, f *os.File, fi os.FileInfo, base int64) (*Input, erro
 			in.Data, in.pooled = b, true
 			return in, nil
 		}
+		SpareP() // a large input: its chunks go to several goroutines
 		data, unmap, err := mapReadOnly(f, fi.Size())
 		if err == nil {
 			in.Data, in.unmap, in.Mapped, in.mapping = data[base:], unmap, true, data
