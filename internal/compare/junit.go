@@ -2,7 +2,6 @@ package compare
 
 import (
 	"bytes"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -32,56 +31,41 @@ import (
 // decimals, a timestamp without zone (UTC), <properties>, <system-out>
 // and <system-err> always present, <testsuites> without attributes.
 
-type junitSuites struct {
-	XMLName xml.Name     `xml:"testsuites"`
-	Suites  []junitSuite `xml:"testsuite"`
-}
-
 type junitSuite struct {
-	Name       string          `xml:"name,attr"`
-	Package    string          `xml:"package,attr"`
-	ID         int             `xml:"id,attr"`
-	Timestamp  string          `xml:"timestamp,attr"`
-	Hostname   string          `xml:"hostname,attr"`
-	Tests      int             `xml:"tests,attr"`
-	Failures   int             `xml:"failures,attr"`
-	Errors     int             `xml:"errors,attr"`
-	Skipped    int             `xml:"skipped,attr"`
-	Time       string          `xml:"time,attr"`
-	Properties junitProperties `xml:"properties"`
-	Cases      []junitCase     `xml:"testcase"`
-	SystemOut  junitText       `xml:"system-out"`
-	SystemErr  junitText       `xml:"system-err"`
-}
-
-// junitText is element text escaped by xmlText: encoding/xml would write
-// every newline of a report as &#xA;.
-type junitText struct {
-	XML string `xml:",innerxml"`
-}
-
-type junitProperties struct {
-	Property []junitProperty `xml:"property"`
+	Name       string
+	Package    string
+	ID         int
+	Timestamp  string
+	Hostname   string
+	Tests      int
+	Failures   int
+	Errors     int
+	Skipped    int
+	Time       string
+	Properties []junitProperty
+	Cases      []junitCase
+	// The text of <system-out> and <system-err>, escaped by xmlText.
+	SystemOut, SystemErr string
 }
 
 type junitProperty struct {
-	Name  string `xml:"name,attr"`
-	Value string `xml:"value,attr"`
+	Name  string
+	Value string
 }
 
 type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitProblem `xml:"failure,omitempty"`
-	Error     *junitProblem `xml:"error,omitempty"`
+	Name      string
+	Classname string
+	Time      string
+	Failure   *junitProblem
+	Error     *junitProblem
 }
 
 // junitProblem is a <failure> or an <error>.
 type junitProblem struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",innerxml"` // escaped by xmlText
+	Message string
+	Type    string
+	Text    string // escaped by xmlText
 }
 
 // JUnitRun is what the report says of the run besides its result.
@@ -133,7 +117,7 @@ func WriteJUnit(w io.Writer, run JUnitRun, result interface{ WriteText(io.Writer
 		}
 		msg := runErr.Error()
 		add(single, run.Elapsed, nil, &junitProblem{Message: xmlSafe(msg), Type: "error", Text: xmlText(msg + "\n")})
-		s.SystemErr = junitText{xmlText("depthspace: " + msg + "\n")}
+		s.SystemErr = xmlText("depthspace: " + msg + "\n")
 	case *Report:
 		add(single, run.Elapsed, junitFailure(r, r.Equal), nil)
 	case *ArchiveReport:
@@ -178,19 +162,54 @@ func WriteJUnit(w io.Writer, run JUnitRun, result interface{ WriteText(io.Writer
 		if err := result.WriteText(&text); err != nil {
 			return err
 		}
-		s.SystemOut = junitText{xmlText(text.String())}
+		s.SystemOut = xmlText(text.String())
 	}
 	var b bytes.Buffer
-	b.WriteString(xml.Header)
-	enc := xml.NewEncoder(&b)
-	enc.Indent("", "  ")
-	if err := enc.Encode(junitSuites{Suites: []junitSuite{s}}); err != nil {
-		return err
-	}
-	b.WriteString("\n")
+	s.write(&b)
 	_, err := w.Write(b.Bytes())
 	return err
 }
+
+// write writes the report as encoding/xml's Encoder, indented by two
+// spaces, did: a start and an end tag for every element, even empty,
+// attributes escaped as its EscapeText escapes them. It is written by hand
+// because encoding/xml's package initialisation (a map of 250 HTML
+// entities) and its reflection cost every run of the program at start,
+// --junit or not; TestJUnitEqualPair holds a whole document.
+func (s *junitSuite) write(b *bytes.Buffer) {
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n<testsuites>\n")
+	fmt.Fprintf(b, `  <testsuite name="%s" package="%s" id="%d" timestamp="%s" hostname="%s" tests="%d" failures="%d" errors="%d" skipped="%d" time="%s">`+"\n",
+		attrEscaper.Replace(s.Name), attrEscaper.Replace(s.Package), s.ID, attrEscaper.Replace(s.Timestamp), attrEscaper.Replace(s.Hostname),
+		s.Tests, s.Failures, s.Errors, s.Skipped, attrEscaper.Replace(s.Time))
+	b.WriteString("    <properties>")
+	for _, p := range s.Properties {
+		fmt.Fprintf(b, `%s      <property name="%s" value="%s"></property>`, "\n", attrEscaper.Replace(p.Name), attrEscaper.Replace(p.Value))
+	}
+	if len(s.Properties) > 0 {
+		b.WriteString("\n    ")
+	}
+	b.WriteString("</properties>\n")
+	for _, c := range s.Cases {
+		fmt.Fprintf(b, `    <testcase name="%s" classname="%s" time="%s">`, attrEscaper.Replace(c.Name), attrEscaper.Replace(c.Classname), attrEscaper.Replace(c.Time))
+		for _, p := range []struct {
+			tag string
+			*junitProblem
+		}{{"failure", c.Failure}, {"error", c.Error}} {
+			if p.junitProblem != nil {
+				fmt.Fprintf(b, `%s      <%s message="%s" type="%s">%s</%s>`, "\n", p.tag, attrEscaper.Replace(p.Message), attrEscaper.Replace(p.Type), p.Text, p.tag)
+			}
+		}
+		if c.Failure != nil || c.Error != nil {
+			b.WriteString("\n    ")
+		}
+		b.WriteString("</testcase>\n")
+	}
+	fmt.Fprintf(b, "    <system-out>%s</system-out>\n    <system-err>%s</system-err>\n  </testsuite>\n</testsuites>\n", s.SystemOut, s.SystemErr)
+}
+
+// attrEscaper escapes an attribute's value (xmlSafe already) as
+// encoding/xml's EscapeText does.
+var attrEscaper = strings.NewReplacer(`"`, "&#34;", "'", "&#39;", "&", "&amp;", "<", "&lt;", ">", "&gt;", "\t", "&#x9;", "\n", "&#xA;", "\r", "&#xD;")
 
 // junitFailure is the <failure> of a pair that differs (nil for an equal
 // one): its message the report's verdict line, its text the whole report.
@@ -226,7 +245,7 @@ func junitOnly(name, what, side, path, other, otherPath string) *junitProblem {
 }
 
 // junitProps records the inputs and the tolerances of the run.
-func junitProps(run JUnitRun) junitProperties {
+func junitProps(run JUnitRun) []junitProperty {
 	p := []junitProperty{{"a", run.A.Path}, {"b", run.B.Path}}
 	o := run.Options
 	if !o.Tolerant {
@@ -259,7 +278,7 @@ func junitProps(run JUnitRun) junitProperties {
 	for i := range p {
 		p[i].Name, p[i].Value = xmlSafe(p[i].Name), xmlSafe(p[i].Value)
 	}
-	return junitProperties{p}
+	return p
 }
 
 // junitClass is the classname of every test case: "depthspace.compare."

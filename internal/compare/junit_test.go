@@ -434,3 +434,22 @@ func TestJUnitXMLSafe(t *testing.T) {
 		t.Errorf("xmlText: %q", got)
 	}
 }
+
+// The report is written by hand (junitSuite.write): its attributes are
+// escaped as encoding/xml escapes them, and read back the same.
+func TestJUnitAttributeEscaping(t *testing.T) {
+	s := xmlSafe("a\"b'c&d<e>f\tg\nh\ri é \x00 \u2028 end")
+	var want bytes.Buffer
+	if err := xml.EscapeText(&want, []byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	if got := attrEscaper.Replace(s); got != want.String() {
+		t.Errorf("attrEscaper: %q, encoding/xml: %q", got, want.String())
+	}
+	var v struct {
+		A string `xml:"a,attr"`
+	}
+	if err := xml.Unmarshal([]byte(`<x a="`+attrEscaper.Replace(s)+`"></x>`), &v); err != nil || v.A != s {
+		t.Errorf("read back: %q, %v; want %q", v.A, err, s)
+	}
+}
