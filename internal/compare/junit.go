@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -179,24 +180,24 @@ func WriteJUnit(w io.Writer, run JUnitRun, result interface{ WriteText(io.Writer
 func (s *junitSuite) write(b *bytes.Buffer) {
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n<testsuites>\n")
 	fmt.Fprintf(b, `  <testsuite name="%s" package="%s" id="%d" timestamp="%s" hostname="%s" tests="%d" failures="%d" errors="%d" skipped="%d" time="%s">`+"\n",
-		attrEscaper.Replace(s.Name), attrEscaper.Replace(s.Package), s.ID, attrEscaper.Replace(s.Timestamp), attrEscaper.Replace(s.Hostname),
-		s.Tests, s.Failures, s.Errors, s.Skipped, attrEscaper.Replace(s.Time))
+		attr(s.Name), attr(s.Package), s.ID, attr(s.Timestamp), attr(s.Hostname),
+		s.Tests, s.Failures, s.Errors, s.Skipped, attr(s.Time))
 	b.WriteString("    <properties>")
 	for _, p := range s.Properties {
-		fmt.Fprintf(b, `%s      <property name="%s" value="%s"></property>`, "\n", attrEscaper.Replace(p.Name), attrEscaper.Replace(p.Value))
+		fmt.Fprintf(b, `%s      <property name="%s" value="%s"></property>`, "\n", attr(p.Name), attr(p.Value))
 	}
 	if len(s.Properties) > 0 {
 		b.WriteString("\n    ")
 	}
 	b.WriteString("</properties>\n")
 	for _, c := range s.Cases {
-		fmt.Fprintf(b, `    <testcase name="%s" classname="%s" time="%s">`, attrEscaper.Replace(c.Name), attrEscaper.Replace(c.Classname), attrEscaper.Replace(c.Time))
+		fmt.Fprintf(b, `    <testcase name="%s" classname="%s" time="%s">`, attr(c.Name), attr(c.Classname), attr(c.Time))
 		for _, p := range []struct {
 			tag string
 			*junitProblem
 		}{{"failure", c.Failure}, {"error", c.Error}} {
 			if p.junitProblem != nil {
-				fmt.Fprintf(b, `%s      <%s message="%s" type="%s">%s</%s>`, "\n", p.tag, attrEscaper.Replace(p.Message), attrEscaper.Replace(p.Type), p.Text, p.tag)
+				fmt.Fprintf(b, `%s      <%s message="%s" type="%s">%s</%s>`, "\n", p.tag, attr(p.Message), attr(p.Type), p.Text, p.tag)
 			}
 		}
 		if c.Failure != nil || c.Error != nil {
@@ -207,9 +208,14 @@ func (s *junitSuite) write(b *bytes.Buffer) {
 	fmt.Fprintf(b, "    <system-out>%s</system-out>\n    <system-err>%s</system-err>\n  </testsuite>\n</testsuites>\n", s.SystemOut, s.SystemErr)
 }
 
-// attrEscaper escapes an attribute's value (xmlSafe already) as
-// encoding/xml's EscapeText does.
-var attrEscaper = strings.NewReplacer(`"`, "&#34;", "'", "&#39;", "&", "&amp;", "<", "&lt;", ">", "&gt;", "\t", "&#x9;", "\n", "&#xA;", "\r", "&#xD;")
+// attr escapes an attribute's value (xmlSafe already) as encoding/xml's
+// EscapeText does.
+func attr(s string) string { return attrEscaper().Replace(s) }
+
+// The escapers are made on first use, not when the program starts.
+var attrEscaper = sync.OnceValue(func() *strings.Replacer {
+	return strings.NewReplacer(`"`, "&#34;", "'", "&#39;", "&", "&amp;", "<", "&lt;", ">", "&gt;", "\t", "&#x9;", "\n", "&#xA;", "\r", "&#xD;")
+})
 
 // junitFailure is the <failure> of a pair that differs (nil for an equal
 // one): its message the report's verdict line, its text the whole report.
@@ -333,10 +339,12 @@ func xmlSafe(s string) string {
 // encoding/xml does but for newlines and tabs, which stay as they are.
 // A carriage return is written &#xD; (a parser would make it a newline).
 func xmlText(s string) string {
-	return textEscaper.Replace(xmlSafe(s))
+	return textEscaper().Replace(xmlSafe(s))
 }
 
-var textEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "\r", "&#xD;")
+var textEscaper = sync.OnceValue(func() *strings.Replacer {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "\r", "&#xD;")
+})
 
 // xmlChar: XML 1.0's Char production.
 func xmlChar(r rune) bool {

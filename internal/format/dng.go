@@ -75,12 +75,14 @@ const (
 // maxDNGPixels bounds the samples of one image (2^34: 32 GiB of uint16).
 const maxDNGPixels = 1 << 34
 
-// compressionNames names the TIFF/DNG compressions depthspace refuses.
-var compressionNames = map[uint64]string{
-	2: "CCITT Group 3", 3: "CCITT T.4", 4: "CCITT T.6", 5: "LZW", 6: "old-style JPEG",
-	8: "deflate", 9: "VC-5 (GoPro)", 32773: "PackBits", 32946: "deflate", 34892: "lossy JPEG",
-	52546: "JPEG XL",
-}
+// compressionNames() names the TIFF/DNG compressions depthspace refuses.
+var compressionNames = sync.OnceValue(func() map[uint64]string {
+	return map[uint64]string{
+		2: "CCITT Group 3", 3: "CCITT T.4", 4: "CCITT T.6", 5: "LZW", 6: "old-style JPEG",
+		8: "deflate", 9: "VC-5 (GoPro)", 32773: "PackBits", 32946: "deflate", 34892: "lossy JPEG",
+		52546: "JPEG XL",
+	}
+})
 
 // openDNG parses a DNG file and finds and checks its raw image.
 func openDNG(b []byte) (*dngImage, error) {
@@ -179,7 +181,7 @@ func openDNG(b []byte) (*dngImage, error) {
 	switch im.compression {
 	case 1, 7:
 	default:
-		name := compressionNames[uint64(im.compression)]
+		name := compressionNames()[uint64(im.compression)]
 		if name == "" {
 			name = "unknown"
 		}

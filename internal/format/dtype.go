@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // DType describes one element: its numpy kind, its size in bytes and its
@@ -93,67 +94,77 @@ func (d DType) SameLayout(o DType) bool {
 // an absurd element size; numpy itself refuses sizes past 2^31.
 const maxElemSize = 1 << 30
 
-var numpyNames = map[string]DType{
-	"bool":       {Kind: 'b', Size: 1, Order: '|'},
-	"int8":       {Kind: 'i', Size: 1, Order: '|'},
-	"uint8":      {Kind: 'u', Size: 1, Order: '|'},
-	"int16":      {Kind: 'i', Size: 2, Order: '<'},
-	"uint16":     {Kind: 'u', Size: 2, Order: '<'},
-	"int32":      {Kind: 'i', Size: 4, Order: '<'},
-	"uint32":     {Kind: 'u', Size: 4, Order: '<'},
-	"int64":      {Kind: 'i', Size: 8, Order: '<'},
-	"uint64":     {Kind: 'u', Size: 8, Order: '<'},
-	"float16":    {Kind: 'f', Size: 2, Order: '<'},
-	"float32":    {Kind: 'f', Size: 4, Order: '<'},
-	"float64":    {Kind: 'f', Size: 8, Order: '<'},
-	"complex64":  {Kind: 'c', Size: 8, Order: '<'},
-	"complex128": {Kind: 'c', Size: 16, Order: '<'},
-	"bfloat16":   {Kind: 'V', Size: 2, Order: '|', BFloat16: true},
-	// numpy's other spellings of the same types
-	"bool_":  {Kind: 'b', Size: 1, Order: '|'},
-	"byte":   {Kind: 'i', Size: 1, Order: '|'},
-	"ubyte":  {Kind: 'u', Size: 1, Order: '|'},
-	"short":  {Kind: 'i', Size: 2, Order: '<'},
-	"ushort": {Kind: 'u', Size: 2, Order: '<'},
-	"intc":   {Kind: 'i', Size: 4, Order: '<'},
-	"uintc":  {Kind: 'u', Size: 4, Order: '<'},
-	"int":    {Kind: 'i', Size: 8, Order: '<'},
-	"int_":   {Kind: 'i', Size: 8, Order: '<'},
-	"uint":   {Kind: 'u', Size: 8, Order: '<'},
-	"half":   {Kind: 'f', Size: 2, Order: '<'},
-	"single": {Kind: 'f', Size: 4, Order: '<'},
-	"double": {Kind: 'f', Size: 8, Order: '<'},
-	"cfloat": {Kind: 'c', Size: 16, Order: '<'},
-}
+// numpyNames and the other tables of names (here, onnx.go,
+// safetensors.go, dng.go) are built on first use: a package-level map is
+// built when the program starts, by every run, whether it reads one or
+// not.
+var numpyNames = sync.OnceValue(func() map[string]DType {
+	return map[string]DType{
+		"bool":       {Kind: 'b', Size: 1, Order: '|'},
+		"int8":       {Kind: 'i', Size: 1, Order: '|'},
+		"uint8":      {Kind: 'u', Size: 1, Order: '|'},
+		"int16":      {Kind: 'i', Size: 2, Order: '<'},
+		"uint16":     {Kind: 'u', Size: 2, Order: '<'},
+		"int32":      {Kind: 'i', Size: 4, Order: '<'},
+		"uint32":     {Kind: 'u', Size: 4, Order: '<'},
+		"int64":      {Kind: 'i', Size: 8, Order: '<'},
+		"uint64":     {Kind: 'u', Size: 8, Order: '<'},
+		"float16":    {Kind: 'f', Size: 2, Order: '<'},
+		"float32":    {Kind: 'f', Size: 4, Order: '<'},
+		"float64":    {Kind: 'f', Size: 8, Order: '<'},
+		"complex64":  {Kind: 'c', Size: 8, Order: '<'},
+		"complex128": {Kind: 'c', Size: 16, Order: '<'},
+		"bfloat16":   {Kind: 'V', Size: 2, Order: '|', BFloat16: true},
+		// numpy's other spellings of the same types
+		"bool_":  {Kind: 'b', Size: 1, Order: '|'},
+		"byte":   {Kind: 'i', Size: 1, Order: '|'},
+		"ubyte":  {Kind: 'u', Size: 1, Order: '|'},
+		"short":  {Kind: 'i', Size: 2, Order: '<'},
+		"ushort": {Kind: 'u', Size: 2, Order: '<'},
+		"intc":   {Kind: 'i', Size: 4, Order: '<'},
+		"uintc":  {Kind: 'u', Size: 4, Order: '<'},
+		"int":    {Kind: 'i', Size: 8, Order: '<'},
+		"int_":   {Kind: 'i', Size: 8, Order: '<'},
+		"uint":   {Kind: 'u', Size: 8, Order: '<'},
+		"half":   {Kind: 'f', Size: 2, Order: '<'},
+		"single": {Kind: 'f', Size: 4, Order: '<'},
+		"double": {Kind: 'f', Size: 8, Order: '<'},
+		"cfloat": {Kind: 'c', Size: 16, Order: '<'},
+	}
+})
 
 // numpy's one-letter type codes (case matters: 'b' is int8, 'B' uint8).
-var numpyChars = map[byte]DType{
-	'?': {Kind: 'b', Size: 1}, 'b': {Kind: 'i', Size: 1}, 'B': {Kind: 'u', Size: 1},
-	'h': {Kind: 'i', Size: 2}, 'H': {Kind: 'u', Size: 2},
-	'i': {Kind: 'i', Size: 4}, 'I': {Kind: 'u', Size: 4},
-	'l': {Kind: 'i', Size: 8}, 'L': {Kind: 'u', Size: 8},
-	'q': {Kind: 'i', Size: 8}, 'Q': {Kind: 'u', Size: 8},
-	'e': {Kind: 'f', Size: 2}, 'f': {Kind: 'f', Size: 4}, 'd': {Kind: 'f', Size: 8},
-	'F': {Kind: 'c', Size: 8}, 'D': {Kind: 'c', Size: 16},
-}
+var numpyChars = sync.OnceValue(func() map[byte]DType {
+	return map[byte]DType{
+		'?': {Kind: 'b', Size: 1}, 'b': {Kind: 'i', Size: 1}, 'B': {Kind: 'u', Size: 1},
+		'h': {Kind: 'i', Size: 2}, 'H': {Kind: 'u', Size: 2},
+		'i': {Kind: 'i', Size: 4}, 'I': {Kind: 'u', Size: 4},
+		'l': {Kind: 'i', Size: 8}, 'L': {Kind: 'u', Size: 8},
+		'q': {Kind: 'i', Size: 8}, 'Q': {Kind: 'u', Size: 8},
+		'e': {Kind: 'f', Size: 2}, 'f': {Kind: 'f', Size: 4}, 'd': {Kind: 'f', Size: 8},
+		'F': {Kind: 'c', Size: 8}, 'D': {Kind: 'c', Size: 16},
+	}
+})
 
 // ONNX TensorProto.DataType and DirectML DML_TENSOR_DATA_TYPE names, matched
 // case-insensitively. STRING and the 4-bit/8-bit float types have no
 // fixed-size numpy equivalent and are refused by name.
-var frameworkNames = map[string]string{
-	"FLOAT": "float32", "FLOAT32": "float32", "DOUBLE": "float64", "FLOAT64": "float64",
-	"FLOAT16": "float16", "BFLOAT16": "bfloat16", "BOOL": "bool", "BOOLEAN": "bool",
-	"INT8": "int8", "INT16": "int16", "INT32": "int32", "INT64": "int64",
-	"UINT8": "uint8", "UINT16": "uint16", "UINT32": "uint32", "UINT64": "uint64",
-	"COMPLEX64": "complex64", "COMPLEX128": "complex128",
-}
+var frameworkNames = sync.OnceValue(func() map[string]string {
+	return map[string]string{
+		"FLOAT": "float32", "FLOAT32": "float32", "DOUBLE": "float64", "FLOAT64": "float64",
+		"FLOAT16": "float16", "BFLOAT16": "bfloat16", "BOOL": "bool", "BOOLEAN": "bool",
+		"INT8": "int8", "INT16": "int16", "INT32": "int32", "INT64": "int64",
+		"UINT8": "uint8", "UINT16": "uint16", "UINT32": "uint32", "UINT64": "uint64",
+		"COMPLEX64": "complex64", "COMPLEX128": "complex128",
+	}
+})
 
 // ParseDType reads a dtype name as a user types it: numpy's names and codes
 // (float32, f4, <f4, >i2, uint8, bool, complex64, S8, U3, V2), bfloat16, and,
 // case-insensitively, ONNX's (FLOAT, DOUBLE, FLOAT16, INT64, …) and
 // DirectML's (DML_TENSOR_DATA_TYPE_UINT32 or the bare UINT32).
 func ParseDType(name string) (DType, error) {
-	if d, ok := numpyNames[name]; ok {
+	if d, ok := numpyNames()[name]; ok {
 		return d, nil
 	}
 	d, codeErr := parseCode(name)
@@ -169,10 +180,10 @@ func ParseDType(name string) (DType, error) {
 	}
 	up = strings.TrimPrefix(up, "DML_TENSOR_DATA_TYPE_")
 	up = strings.TrimPrefix(up, "TENSORPROTO.")
-	if n, ok := frameworkNames[up]; ok {
-		return numpyNames[n], nil
+	if n, ok := frameworkNames()[up]; ok {
+		return numpyNames()[n], nil
 	}
-	if d, ok := numpyNames[strings.ToLower(name)]; ok {
+	if d, ok := numpyNames()[strings.ToLower(name)]; ok {
 		return d, nil
 	}
 	switch strings.ToLower(name) {
@@ -214,7 +225,7 @@ func parseCode(s string) (DType, error) {
 	}
 	var d DType
 	if len(s) == 1 {
-		c, ok := numpyChars[s[0]]
+		c, ok := numpyChars()[s[0]]
 		if !ok {
 			return DType{}, badCode(s)
 		}

@@ -308,7 +308,7 @@ func (in *inference) add(p *jsonParser, t token, path []int) error {
 func (in *inference) result(p *jsonParser) (DType, error) {
 	switch {
 	case in.floats > 0:
-		return numpyNames["float64"], nil
+		return numpyNames()["float64"], nil
 	case in.ints > 0:
 		if b := in.huge; b != nil {
 			return DType{}, p.errPath(b.off, b.path, "value %s is out of range for int64 and uint64", b.text)
@@ -317,13 +317,13 @@ func (in *inference) result(p *jsonParser) (DType, error) {
 			if in.negative {
 				return DType{}, p.errPath(b.off, b.path, "value %s is out of range for int64, and other values are negative so uint64 cannot hold them", b.text)
 			}
-			return numpyNames["uint64"], nil
+			return numpyNames()["uint64"], nil
 		}
-		return numpyNames["int64"], nil
+		return numpyNames()["int64"], nil
 	case in.bools > 0:
-		return numpyNames["bool"], nil
+		return numpyNames()["bool"], nil
 	}
-	return numpyNames["float64"], nil
+	return numpyNames()["float64"], nil
 }
 
 // specialFloat reads the text of NaN and ±Infinity as a string holds it:

@@ -224,7 +224,7 @@ func TestParseDType(t *testing.T) {
 
 // Every name the table knows round-trips through its descr and its name.
 func TestDTypeNamesRoundTrip(t *testing.T) {
-	for name := range numpyNames {
+	for name := range numpyNames() {
 		d, _ := ParseDType(name)
 		back, err := ParseDType(d.Name())
 		if err != nil || !back.SameLayout(d) {

@@ -124,7 +124,7 @@ func TestNpzErrors(t *testing.T) {
 	// Flip a data byte of the stored member: its CRC no longer matches.
 	corrupt[bytes.Index(corrupt, []byte("), }"))+70] ^= 0xff
 	// A deflated member whose header promises a terabyte.
-	bomb := rawZip(t, zip.Deflate, map[string][]byte{"a.npy": EncodeNpy(Header{DType: numpyNames["uint8"], Shape: []int{1 << 40}})}, "a.npy")
+	bomb := rawZip(t, zip.Deflate, map[string][]byte{"a.npy": EncodeNpy(Header{DType: numpyNames()["uint8"], Shape: []int{1 << 40}})}, "a.npy")
 	for _, c := range []struct {
 		name string
 		b    []byte

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/depthspace/depthspace/internal/format/pbwire"
@@ -44,18 +45,20 @@ const (
 // with no fixed-size numpy equivalent.
 type onnxType struct{ name, numpy string }
 
-// onnxTypes maps TensorProto.DataType to its names.
-var onnxTypes = map[int32]onnxType{
-	1: {"FLOAT", "float32"}, 2: {"UINT8", "uint8"}, 3: {"INT8", "int8"},
-	4: {"UINT16", "uint16"}, 5: {"INT16", "int16"}, 6: {"INT32", "int32"},
-	7: {"INT64", "int64"}, 8: {"STRING", ""}, 9: {"BOOL", "bool"},
-	10: {"FLOAT16", "float16"}, 11: {"DOUBLE", "float64"}, 12: {"UINT32", "uint32"},
-	13: {"UINT64", "uint64"}, 14: {"COMPLEX64", "complex64"}, 15: {"COMPLEX128", "complex128"},
-	16: {"BFLOAT16", "bfloat16"},
-	17: {"FLOAT8E4M3FN", ""}, 18: {"FLOAT8E4M3FNUZ", ""}, 19: {"FLOAT8E5M2", ""},
-	20: {"FLOAT8E5M2FNUZ", ""}, 21: {"UINT4", ""}, 22: {"INT4", ""}, 23: {"FLOAT4E2M1", ""},
-	24: {"FLOAT8E8M0", ""},
-}
+// onnxTypes() maps TensorProto.DataType to its names.
+var onnxTypes = sync.OnceValue(func() map[int32]onnxType {
+	return map[int32]onnxType{
+		1: {"FLOAT", "float32"}, 2: {"UINT8", "uint8"}, 3: {"INT8", "int8"},
+		4: {"UINT16", "uint16"}, 5: {"INT16", "int16"}, 6: {"INT32", "int32"},
+		7: {"INT64", "int64"}, 8: {"STRING", ""}, 9: {"BOOL", "bool"},
+		10: {"FLOAT16", "float16"}, 11: {"DOUBLE", "float64"}, 12: {"UINT32", "uint32"},
+		13: {"UINT64", "uint64"}, 14: {"COMPLEX64", "complex64"}, 15: {"COMPLEX128", "complex128"},
+		16: {"BFLOAT16", "bfloat16"},
+		17: {"FLOAT8E4M3FN", ""}, 18: {"FLOAT8E4M3FNUZ", ""}, 19: {"FLOAT8E5M2", ""},
+		20: {"FLOAT8E5M2FNUZ", ""}, 21: {"UINT4", ""}, 22: {"INT4", ""}, 23: {"FLOAT4E2M1", ""},
+		24: {"FLOAT8E8M0", ""},
+	}
+})
 
 // ONNXTensor is a decoded TensorProto.
 type ONNXTensor struct {
@@ -328,14 +331,14 @@ func (d *onnxDecoder) header() (info onnxType, size int64, err error) {
 	if !d.haveType || t.DataType == 0 {
 		return info, 0, onnxErr(-1, "data_type is missing (UNDEFINED); is this an ONNX TensorProto?")
 	}
-	info, known := onnxTypes[t.DataType]
+	info, known := onnxTypes()[t.DataType]
 	if !known {
 		return info, 0, onnxErr(-1, "data_type %d is not an ONNX type depthspace knows", t.DataType)
 	}
 	if info.numpy == "" {
 		return info, 0, onnxErr(-1, "data_type %s has no fixed-size numpy dtype and is not supported", info.name)
 	}
-	t.DType = numpyNames[info.numpy]
+	t.DType = numpyNames()[info.numpy]
 	t.Shape = d.dims
 	if t.Shape == nil {
 		t.Shape = []int{}
@@ -575,7 +578,7 @@ func ONNXDataType(d DType) (int32, error) {
 		return 0, fmt.Errorf("big-endian %s data cannot be written as ONNX: raw_data is little-endian and depthspace never converts bytes; convert it first (numpy: x.astype(x.dtype.newbyteorder('<'))) or write npy", d.Name())
 	}
 	want := d.Name()
-	for code, t := range onnxTypes {
+	for code, t := range onnxTypes() {
 		if t.numpy != "" && t.numpy == want {
 			return code, nil
 		}
@@ -617,7 +620,7 @@ func ONNXPreamble(h Header, name string) ([]byte, error) {
 
 // ONNXTypeName is the ONNX name of a TensorProto.DataType.
 func ONNXTypeName(code int32) string {
-	if t, ok := onnxTypes[code]; ok {
+	if t, ok := onnxTypes()[code]; ok {
 		return t.name
 	}
 	return strconv.Itoa(int(code))

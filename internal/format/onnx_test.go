@@ -201,7 +201,7 @@ func TestDecodeONNXErrors(t *testing.T) {
 func TestONNXPreambleRoundTrip(t *testing.T) {
 	for _, name := range []string{"float32", "float16", "bfloat16", "bool", "int8", "uint8", "int16", "uint16",
 		"int32", "uint32", "int64", "uint64", "float64", "complex64", "complex128"} {
-		dt := numpyNames[name]
+		dt := numpyNames()[name]
 		h := Header{DType: dt, Shape: []int{2, 1, 3}}
 		data := make([]byte, h.DataBytes())
 		for i := range data {

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -26,21 +27,25 @@ import (
 // implementation's own limit (100 MB).
 const maxSafetensorsHeader = 100_000_000
 
-// safetensorsTypes maps the format's dtype names to element types. The
+// safetensorsTypes() maps the format's dtype names to element types. The
 // FP8 types move as opaque bytes (npy: |V1) and keep their name (Tag).
-var safetensorsTypes = map[string]DType{
-	"BOOL": numpyNames["bool"], "U8": numpyNames["uint8"], "I8": numpyNames["int8"],
-	"U16": numpyNames["uint16"], "I16": numpyNames["int16"], "U32": numpyNames["uint32"],
-	"I32": numpyNames["int32"], "U64": numpyNames["uint64"], "I64": numpyNames["int64"],
-	"F16": numpyNames["float16"], "BF16": numpyNames["bfloat16"], "F32": numpyNames["float32"],
-	"F64": numpyNames["float64"], "C64": numpyNames["complex64"],
-	"F8_E4M3": {Kind: 'V', Size: 1, Order: '|', Tag: "F8_E4M3"},
-	"F8_E5M2": {Kind: 'V', Size: 1, Order: '|', Tag: "F8_E5M2"},
-	"F8_E8M0": {Kind: 'V', Size: 1, Order: '|', Tag: "F8_E8M0"},
-}
+var safetensorsTypes = sync.OnceValue(func() map[string]DType {
+	return map[string]DType{
+		"BOOL": numpyNames()["bool"], "U8": numpyNames()["uint8"], "I8": numpyNames()["int8"],
+		"U16": numpyNames()["uint16"], "I16": numpyNames()["int16"], "U32": numpyNames()["uint32"],
+		"I32": numpyNames()["int32"], "U64": numpyNames()["uint64"], "I64": numpyNames()["int64"],
+		"F16": numpyNames()["float16"], "BF16": numpyNames()["bfloat16"], "F32": numpyNames()["float32"],
+		"F64": numpyNames()["float64"], "C64": numpyNames()["complex64"],
+		"F8_E4M3": {Kind: 'V', Size: 1, Order: '|', Tag: "F8_E4M3"},
+		"F8_E5M2": {Kind: 'V', Size: 1, Order: '|', Tag: "F8_E5M2"},
+		"F8_E8M0": {Kind: 'V', Size: 1, Order: '|', Tag: "F8_E8M0"},
+	}
+})
 
-// subByteTypes are refused by name: their elements are not whole bytes.
-var subByteTypes = map[string]string{"F4": "4", "F6_E2M3": "6", "F6_E3M2": "6"}
+// subByteTypes() are refused by name: their elements are not whole bytes.
+var subByteTypes = sync.OnceValue(func() map[string]string {
+	return map[string]string{"F4": "4", "F6_E2M3": "6", "F6_E3M2": "6"}
+})
 
 // SafetensorsName is the safetensors dtype of d, or an error saying why
 // the format cannot hold it.
@@ -51,7 +56,7 @@ func SafetensorsName(d DType) (string, error) {
 	if d.Order == '>' {
 		return "", fmt.Errorf("dtype %s is big-endian; safetensors holds little-endian data only (depthspace moves bytes, it does not swap them)", d.Name())
 	}
-	for name, t := range safetensorsTypes {
+	for name, t := range safetensorsTypes() {
 		if t.Tag == "" && t.Kind == d.Kind && t.Size == d.Size && t.BFloat16 == d.BFloat16 {
 			return name, nil
 		}
@@ -274,10 +279,10 @@ func checkEntry(name string, dt *string, shape, offsets []json.Number) (stEntry,
 	if dt == nil {
 		return fail("has no dtype")
 	}
-	if bits, ok := subByteTypes[*dt]; ok {
+	if bits, ok := subByteTypes()[*dt]; ok {
 		return fail("dtype %s packs %s-bit elements; depthspace moves whole-byte elements only", *dt, bits)
 	}
-	d, ok := safetensorsTypes[*dt]
+	d, ok := safetensorsTypes()[*dt]
 	if !ok {
 		return fail("unknown dtype %q", *dt)
 	}

@@ -67,7 +67,7 @@ func TestSafetensorsBothWays(t *testing.T) {
 				shape[j] = rng.Intn(4)
 				elems *= shape[j]
 			}
-			b := make([]byte, elems*safetensorsTypes[dt].Size)
+			b := make([]byte, elems*safetensorsTypes()[dt].Size)
 			rng.Read(b)
 			names = append(names, "layer."+string(rune('a'+i))+".weight")
 			dtypes = append(dtypes, dt)

@@ -16,12 +16,20 @@ type BlockOrder struct {
 }
 
 // bayer gives each Bayer pattern's order: the groups come out R, G, G, B,
-// the greens in raster order of the 2×2 tile.
-var bayer = map[string][]int{
-	"rggb": {0, 1, 2, 3},
-	"bggr": {3, 1, 2, 0},
-	"grbg": {1, 0, 3, 2},
-	"gbrg": {2, 0, 3, 1},
+// the greens in raster order of the 2×2 tile. (A switch, not a map: a
+// package-level map is built when the program starts, used or not.)
+func bayer(name string) ([]int, bool) {
+	switch name {
+	case "rggb":
+		return []int{0, 1, 2, 3}, true
+	case "bggr":
+		return []int{3, 1, 2, 0}, true
+	case "grbg":
+		return []int{1, 0, 3, 2}, true
+	case "gbrg":
+		return []int{2, 0, 3, 1}, true
+	}
+	return nil, false
 }
 
 // ParseBlockOrder reads row-major, col-major, a Bayer pattern or a list
@@ -35,7 +43,7 @@ func ParseBlockOrder(s string) (BlockOrder, error) {
 	case "col-major", "column-major", "col":
 		return BlockOrder{Name: "col-major"}, nil
 	}
-	if _, ok := bayer[name]; ok {
+	if _, ok := bayer(name); ok {
 		return BlockOrder{Name: name}, nil
 	}
 	if name == "cfa" {
@@ -111,7 +119,8 @@ func (o BlockOrder) Offsets(blocks []int) ([]int, error) {
 		if len(blocks) != 2 || blocks[0] != 2 || blocks[1] != 2 {
 			return nil, fmt.Errorf("block order %s is a Bayer pattern: it needs a 2x2 block over two spatial axes, not block %s", o.Name, Block(blocks))
 		}
-		return append([]int(nil), bayer[o.Name]...), nil
+		p, _ := bayer(o.Name)
+		return p, nil
 	}
 	if len(o.Perm) != B {
 		return nil, fmt.Errorf("block order %s has %d entries but block %s has %d offsets (0…%d)", o, len(o.Perm), Block(blocks), B, B-1)
