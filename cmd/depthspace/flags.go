@@ -126,9 +126,19 @@ func formatChoices(keep func(*format.Format) bool) []string {
 	return c
 }
 
+// completing: this run asks for completions (cobra's hidden __complete
+// commands, which the shell scripts of `completion` run). Only then are
+// the completions registered: a dozen closures and lists per command,
+// 1% of a short run's time (perf) for nothing otherwise. newRootCmdFor
+// sets it.
+var completing bool
+
 // registerCompletions offers the fixed choices of each flag and tensor
 // files for arguments.
 func registerCompletions(cmd *cobra.Command) {
+	if !completing {
+		return
+	}
 	fixed := func(values ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return values, cobra.ShellCompDirectiveNoFileComp

@@ -1,3 +1,10 @@
+// No goroutine that watches the container's CPU limit to adjust
+// GOMAXPROCS (Go 1.25's default): it starts with every run, a few ms
+// long, and runs that move data set GOMAXPROCS themselves, which stops
+// the adjustments anyway (fileio.SpareP).
+//
+//go:debug updatemaxprocs=0
+
 // Command depthspace performs space-to-depth and depth-to-space on tensor
 // files (.npy, raw bytes, JSON). This package is only the command line:
 // flags become a pipeline.Options, and the work happens in internal/.

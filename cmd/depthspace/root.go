@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -33,6 +34,7 @@ var subcommands = []subcommand{
 // flags cost some 40–60 page faults to build, a fifth of a short run's
 // start.
 func newRootCmdFor(s *streams, args []string) *cobra.Command {
+	completing = len(args) > 0 && strings.HasPrefix(args[0], "__complete") // cobra.ShellCompRequestCmd, ShellCompNoDescRequestCmd
 	switch {
 	case len(args) == 1 && (args[0] == "--version" || args[0] == "-v"):
 		return newRoot(s, nil)

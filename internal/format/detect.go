@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 )
 
 // Kind is a container format.
@@ -115,6 +116,7 @@ func register(f Format) {
 		panic("format registered twice: " + string(f.Kind))
 	}
 	formats[f.Kind] = &f
+	sorted.Store(nil)
 }
 
 // Lookup returns the registered format of a kind, or nil.
@@ -123,6 +125,19 @@ func Lookup(k Kind) *Format { return formats[k] }
 // All lists the registered formats in the order every list a user sees
 // follows (Rank, then name).
 func All() []*Format {
+	if all := sorted.Load(); all != nil {
+		return slices.Clone(*all)
+	}
+	all := sortedFormats()
+	sorted.Store(&all)
+	return slices.Clone(all)
+}
+
+// sorted is All's list, made once (registrations come from init): the
+// command line asks for it a dozen times as it builds its flags' help.
+var sorted atomic.Pointer[[]*Format]
+
+func sortedFormats() []*Format {
 	all := make([]*Format, 0, len(formats))
 	for _, f := range formats {
 		all = append(all, f)
