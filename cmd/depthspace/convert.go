@@ -21,22 +21,6 @@ func newConvertCmd(s *streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "convert [flags] INPUT OUTPUT | --out-dir DIR INPUT...",
 		Short: "Rewrite tensors in another format: " + formatList(),
-		Long: `Rewrite a tensor in another format (` + formatList() + `) with the
-same dtype, shape and values. The output is always C order: a
-Fortran-order npy input is reordered. Binary outputs hold exactly the
-input's element bytes (the npy descr is kept, byte order included); JSON
-follows the text rules of docs/formats.md. A container (npz, safetensors,
-Polygraphy) is converted member by member, names kept.
-
-The output format is --to, else OUTPUT's extension, else the input's
-format. OUTPUT is written to a temporary file and renamed into place when
-complete; - writes to standard output (binary data is refused when that
-is a terminal). INPUT may be - for standard input.
-
-With --out-dir DIR, any number of INPUTs, files or directories, are
-converted as a batch, exactly as s2d's --out-dir does (relative paths
-kept, each output with the extension of --to's format, --shard,
---skip-existing, --progress and --json): see docs/batch.md.`,
 		Example: `  # npy to JSON, and back
   depthspace convert in.npy out.json
   depthspace convert out.json back.npy
@@ -79,6 +63,24 @@ kept, each output with the extension of --to's format, --shard,
 			return err
 		},
 	}
+	longLazily(cmd, func() string {
+		return `Rewrite a tensor in another format (` + formatList() + `) with the
+same dtype, shape and values. The output is always C order: a
+Fortran-order npy input is reordered. Binary outputs hold exactly the
+input's element bytes (the npy descr is kept, byte order included); JSON
+follows the text rules of docs/formats.md. A container (npz, safetensors,
+Polygraphy) is converted member by member, names kept.
+
+The output format is --to, else OUTPUT's extension, else the input's
+format. OUTPUT is written to a temporary file and renamed into place when
+complete; - writes to standard output (binary data is refused when that
+is a terminal). INPUT may be - for standard input.
+
+With --out-dir DIR, any number of INPUTs, files or directories, are
+converted as a batch, exactly as s2d's --out-dir does (relative paths
+kept, each output with the extension of --to's format, --shard,
+--skip-existing, --progress and --json): see docs/batch.md.`
+	})
 	fl := cmd.Flags()
 	f.formatFlags.register(fl, "OUTPUT's")
 	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work (in a batch: across and within files)")

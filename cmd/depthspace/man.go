@@ -31,6 +31,7 @@ func newManCmd() *cobra.Command {
 			}
 			root := cmd.Root()
 			root.DisableAutoGenTag = true
+			fillLongs()
 			return doc.GenManTree(root, &doc.GenManHeader{
 				Title: "DEPTHSPACE", Section: "1", Source: "depthspace " + versionString(), Manual: "depthspace manual",
 			}, args[0])

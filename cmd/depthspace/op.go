@@ -160,7 +160,11 @@ func newOpCmd(s *streams, k opKind) *cobra.Command {
 		Use:     k.use + " -b BLOCK [flags] [INPUT | --out-dir DIR INPUT...]",
 		Aliases: []string{k.alias},
 		Short:   k.short,
-		Long: k.short + `.
+		Example: k.example,
+		Args:    cobra.ArbitraryArgs,
+	}
+	longLazily(cmd, func() string {
+		return k.short + `.
 
 INPUT is a tensor file (` + formatList() + `: see
 'depthspace --help'), or - for standard input (the default when no INPUT
@@ -182,23 +186,21 @@ row-major block offset):
     out[n, ch, o1..oK] = in[n, c, o1*b1+k1, ..., oK*bK+kK]   (space-to-depth)
     ch = kk*C + c (dcr)    ch = c*B + kk (crd)
 
-depth-to-space is the exact inverse with the same --order.`,
-		Example: k.example,
-		Args:    cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.checkMode(cmd, args); err != nil {
-				return err
-			}
-			if f.outDir != "" {
-				return f.runBatch(k.op, args, s)
-			}
-			opts, err := f.options(k.op, args, s)
-			if err != nil {
-				return err
-			}
-			_, err = pipeline.Transform(*opts)
+depth-to-space is the exact inverse with the same --order.`
+	})
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := f.checkMode(cmd, args); err != nil {
 			return err
-		},
+		}
+		if f.outDir != "" {
+			return f.runBatch(k.op, args, s)
+		}
+		opts, err := f.options(k.op, args, s)
+		if err != nil {
+			return err
+		}
+		_, err = pipeline.Transform(*opts)
+		return err
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.block, "block", "b", "", "block size: one edge for every spatial axis (2) or one per axis (2x3)")

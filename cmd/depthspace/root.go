@@ -59,9 +59,9 @@ func newRootCmdFor(s *streams, args []string) *cobra.Command {
 func newRootCmd(s *streams) *cobra.Command {
 	root := newRoot(s, subcommands)
 	// Only a run that builds the whole tree can show the root's help
-	// (or write its man page): the table of formats is made for it alone
-	// (it was a tenth of the CPU time of --version).
-	root.Long = rootLong + formatTable() + rootLongEnd
+	// (or write its man page), and only when it does is the table of
+	// formats made (it was a tenth of the CPU time of --version).
+	longLazily(root, func() string { return rootLong + formatTable() + rootLongEnd })
 	for _, c := range extraCommands {
 		root.AddCommand(c())
 	}
@@ -119,6 +119,7 @@ func versionFlag(root *cobra.Command) {
 	_ = fl.SetAnnotation("version", cobra.FlagSetByCobraAnnotation, []string{"true"})
 	help := root.HelpFunc()
 	root.SetHelpFunc(func(c *cobra.Command, args []string) {
+		fillLongs()
 		if c == root {
 			v, _ := fl.GetBool("version")
 			h, _ := fl.GetBool("help")
@@ -129,4 +130,27 @@ func versionFlag(root *cobra.Command) {
 		}
 		help(c, args)
 	})
+}
+
+// longLazily gives cmd its long help text (made by long) when help or a
+// man page is shown, not when the command is built: a run reads its
+// flags, never its help, and the texts that list the formats cost 1% of
+// a short run's time to make.
+func longLazily(cmd *cobra.Command, long func() string) {
+	lazyLongs = append(lazyLongs, lazyLong{cmd, long})
+}
+
+type lazyLong struct {
+	cmd  *cobra.Command
+	long func() string
+}
+
+var lazyLongs []lazyLong
+
+// fillLongs sets the long help of every command built so far.
+func fillLongs() {
+	for _, l := range lazyLongs {
+		l.cmd.Long = l.long()
+	}
+	lazyLongs = nil
 }
