@@ -106,6 +106,10 @@ type Format struct {
 	// DTypeName is the format's own name for a dtype (safetensors'
 	// "F32"), which info shows as the descr; nil: numpy's descr.
 	DTypeName func(d DType) (string, error)
+
+	// oneAt and one are a single-tensor format's layouts (layout.go).
+	oneAt CreateAtFunc
+	one   CreateFunc
 }
 
 var formats = map[Kind]*Format{}
@@ -115,6 +119,7 @@ func register(f Format) {
 	if _, dup := formats[f.Kind]; dup {
 		panic("format registered twice: " + string(f.Kind))
 	}
+	layOutOne(&f)
 	formats[f.Kind] = &f
 	sorted.Store(nil)
 }

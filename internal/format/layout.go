@@ -18,15 +18,22 @@ import (
 // Writers returns how f's outputs are written: by position into a file
 // (nil when f cannot be written so), and in order into a stream.
 func Writers(f *Format) (CreateAtFunc, CreateFunc) {
+	if f.Container {
+		return f.CreateAt, f.Create
+	}
+	return f.oneAt, f.one
+}
+
+// layOutOne gives a single-tensor format its layouts of one member, made
+// once at registration (a batch of small files asks for them per file).
+func layOutOne(f *Format) {
 	switch {
 	case f.Container:
-		return f.CreateAt, f.Create
 	case f.Preamble != nil:
-		return preambleAt(f), preambleSeq(f)
+		f.oneAt, f.one = preambleAt(f), preambleSeq(f)
 	case f.Encode != nil:
-		return nil, encodeSeq(f)
+		f.one = encodeSeq(f)
 	}
-	return nil, nil
 }
 
 // oneMember refuses a layout of other than one member to a

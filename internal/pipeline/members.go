@@ -99,9 +99,21 @@ type MemberJob struct {
 	// exact size: the input is in memory and the result small, so a
 	// small file is made in memory and written with one call.
 	Small func(dst []byte) error
-	// InErr names the input in an error of Stream or Small (stdin, a
-	// file, a member of it).
-	InErr func(error) error
+	// Input is the input's path, named in an error of Stream or Small
+	// ("stdin" when Piped, the stream read as it goes).
+	Input string
+	Piped bool
+}
+
+// inputErr names the input in an error of the member's computation.
+func (j *MemberJob) inputErr(err error) error {
+	if j.Input == "" {
+		return err
+	}
+	if j.Piped && !errors.Is(err, errInternal) {
+		return pathErr("stdin", err)
+	}
+	return pathErr(j.Input, err)
 }
 
 // memberJobs makes the jobs of an output of format to from the tensors
@@ -123,12 +135,7 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan, to format.Kind) [
 			Producer: producer(p, t, opts.Threads), Compressed: t.Compressed, Meta: t.Meta, From: t.Kind, Threads: opts.Threads,
 			Result: &Result{Input: opts.Path, Output: opts.Output, InShape: t.Shape, OutShape: p.Out,
 				DType: t.DType.Name(), Bytes: int64(p.Bytes()), Name: name},
-			InErr: func(err error) error {
-				if t.Stream != nil && !errors.Is(err, errInternal) {
-					return pathErr("stdin", err)
-				}
-				return pathErr(input, err)
-			},
+			Input: input, Piped: t.Stream != nil,
 		}
 		if p.Streams() {
 			jobs[i].Stream = func(out sink, base int64, threads int) error {

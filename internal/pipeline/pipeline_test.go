@@ -14,7 +14,7 @@ import (
 	"github.com/depthspace/depthspace/internal/ops"
 )
 
-func writeNpy(t *testing.T, path string, dt string, shape []int, fortran bool, data []byte) {
+func writeNpy(t testing.TB, path string, dt string, shape []int, fortran bool, data []byte) {
 	t.Helper()
 	d, err := format.ParseDescr(dt)
 	if err != nil {

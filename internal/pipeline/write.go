@@ -233,8 +233,8 @@ func (w *writing) memberErr(j *MemberJob, err error) error {
 		var we *writeError
 		if errors.As(err, &we) {
 			err = we.err
-		} else if j.InErr != nil {
-			err = j.InErr(err)
+		} else {
+			err = j.inputErr(err)
 		}
 	}
 	if !w.f.Container {
