@@ -87,8 +87,8 @@ func runCompanion(c *struct{ scheme, program, tags string }, args []string, stde
 	return code
 }
 
-// findCompanion is the path of program next to this executable, else on
-// PATH; "" if neither.
+// findCompanion is the path of program next to this executable, else in
+// an absolute directory of PATH; "" if neither.
 func findCompanion(program string) string {
 	if runtime.GOOS == "windows" {
 		program += ".exe"
@@ -102,8 +102,11 @@ func findCompanion(program string) string {
 		}
 	}
 	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
-		if dir == "" {
-			continue // not the current directory, as exec.LookPath
+		if !filepath.IsAbs(dir) {
+			// Not the current directory ("" or "."), nor one relative to
+			// it ("bin"): exec.LookPath refuses those (exec.ErrDot), and
+			// a run in someone's directory must not execute their file.
+			continue
 		}
 		if p := filepath.Join(dir, program); isProgram(p) {
 			return p
