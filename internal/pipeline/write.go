@@ -56,6 +56,9 @@ func writeResult(d dest, kind format.Kind, jobs []MemberJob) (*Result, error) {
 		if errors.As(err, &pe) {
 			return nil, err
 		}
+		if _, ok := err.(*scratchError); ok {
+			return nil, err // "DIR: making a scratch file there (TMPDIR)"
+		}
 		return nil, pathErr(displayName(d.path), err)
 	}
 	if err := out.Commit(); err != nil {
@@ -231,9 +234,18 @@ func (w *writing) memberErr(j *MemberJob, err error) error {
 	if errors.As(err, &ce) {
 		err = ce.err
 		var we *writeError
-		if errors.As(err, &we) {
+		var se *scratchError
+		switch {
+		case errors.As(err, &we):
 			err = we.err
-		} else {
+		case errors.As(err, &se):
+			// TMPDIR's, neither the input's nor the output's: it names
+			// its directory (bare for a single tensor, see writeResult).
+		case !format.IsContainer(j.From):
+			// The input's, and it holds one tensor: no member of its
+			// own to name (a container's is the output's, arr_0).
+			return j.inputErr(err)
+		default:
 			err = j.inputErr(err)
 		}
 	}

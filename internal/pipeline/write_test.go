@@ -92,3 +92,65 @@ func shapeFlag(shape []int) string {
 	}
 	return strings.Join(s, ",")
 }
+
+// An error making a member says whom it is about as the writers before
+// the one write path said it: a scratch file that cannot be made is
+// TMPDIR's (documented as "DIR: writing a scratch file there (TMPDIR):
+// ..."), not the input's; a piped single tensor cut short is stdin's,
+// not a member's of the container it was going into (its name, arr_0,
+// is the output's).
+func TestMemberErrorAttribution(t *testing.T) {
+	dir := t.TempDir()
+	var b bytes.Buffer
+	nw := format.NewNpzWriter(&b, true)
+	h := format.Header{DType: format.DType{Kind: 'f', Size: 4, Order: '<'}, Shape: []int{1, 16, 256, 256}} // 4 MiB
+	w, err := nw.Member("big", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(make([]byte, h.DataBytes()))
+	nw.Close()
+	big := filepath.Join(dir, "big.npz")
+	if err := os.WriteFile(big, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing")
+	t.Setenv("TMPDIR", missing)
+	s2d := ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}
+	for _, tc := range []struct {
+		to   format.Kind
+		want string
+	}{
+		{format.KindNpy, missing + ": making a scratch file there (TMPDIR): "},
+		{format.KindNpz, filepath.Join(dir, "o.npz") + `: npz member "big": ` + missing + ": making a scratch file there (TMPDIR): "},
+		{format.KindSafetensors, filepath.Join(dir, "o.safetensors") + `: safetensors member "big": ` + missing + ": making a scratch file there (TMPDIR): "},
+	} {
+		out := filepath.Join(dir, "o."+string(tc.to))
+		_, err := Transform(Options{Request: s2d, Source: Source{Path: big}, Output: out, To: tc.to, Threads: 2})
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s with no TMPDIR: %v, want an error starting %q", tc.to, err, tc.want)
+		}
+	}
+
+	shape := []int{1, 4, 8, 8}
+	data := make([]byte, 4*8*8*4)
+	src := append(format.EncodeNpy(format.Header{DType: mustDType(t, "float32"), Shape: shape}), data...)
+	for _, to := range []format.Kind{format.KindNpy, format.KindNpz, format.KindSafetensors, format.KindPolygraphy} {
+		for _, cut := range []struct {
+			in   []byte
+			want string
+		}{
+			{src[:len(src)-100], "stdin: truncated: the header describes 1024 data bytes but the input ended after 924"},
+			{append(append([]byte{}, src...), 'x'), "stdin: bytes beyond the 1024 data bytes the header describes"},
+		} {
+			for _, out := range []string{"-", filepath.Join(dir, "cut."+string(to))} {
+				var stdout bytes.Buffer
+				o := Options{Request: s2d, Source: Source{Path: "-", Stdin: bytes.NewReader(cut.in), Stream: true}, Output: out, To: to,
+					Threads: 2, Stdout: &stdout}
+				if _, err := Transform(o); err == nil || err.Error() != cut.want {
+					t.Errorf("a piped npy to %s %s: %v, want %q", to, out, err, cut.want)
+				}
+			}
+		}
+	}
+}
