@@ -99,6 +99,12 @@ type MemberJob struct {
 	// exact size: the input is in memory and the result small, so a
 	// small file is made in memory and written with one call.
 	Small func(dst []byte) error
+	// Ready, when set, brings a streamed member's deferred input in (a
+	// deflated npz member inflated: into a scratch file when big) before
+	// anything of the member is written in order, so that a corrupt one
+	// fails with nothing of it on a pipe. Stream brings it itself
+	// otherwise.
+	Ready func() error
 	// Input is the input's path, named in an error of Stream or Small
 	// ("stdin" when Piped, the stream read as it goes).
 	Input string
@@ -163,6 +169,14 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan, to format.Kind) [
 					progress(int64(p.Bytes()))
 				}
 				return nil
+			}
+		}
+		if t.lazy != nil && p.Streams() {
+			jobs[i].Ready = func() error {
+				if t.readsInPlace() {
+					return nil
+				}
+				return t.load(true)
 			}
 		}
 		if t.lazy != nil {

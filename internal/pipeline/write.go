@@ -197,6 +197,11 @@ func (w *writing) inOrder(bw *bufio.Writer, mw format.MemberWriter) error {
 				return err
 			}
 		}
+		if j.Ready != nil && j.Stream != nil {
+			if err := j.Ready(); err != nil {
+				return w.memberErr(j, computed(err))
+			}
+		}
 		dst, err := mw.Member(j.Name, j.Header)
 		if err != nil {
 			return err

@@ -154,3 +154,43 @@ func TestMemberErrorAttribution(t *testing.T) {
 		}
 	}
 }
+
+// A deferred npz member that cannot be inflated (corrupt) fails before
+// anything of its output is written in order: a single tensor to a pipe
+// gets nothing, as before the one write path, not its npy header or
+// ONNX preamble and then an error.
+func TestCorruptMemberWritesNothingInOrder(t *testing.T) {
+	dir := t.TempDir()
+	s2d := ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}
+	for _, shape := range [][]int{{1, 4, 64, 64}, {1, 16, 256, 256}} { // in memory; into a scratch file (4 MiB)
+		var b bytes.Buffer
+		nw := format.NewNpzWriter(&b, true)
+		h := format.Header{DType: format.DType{Kind: 'f', Size: 4, Order: '<'}, Shape: shape}
+		w, err := nw.Member("arr_0", h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := make([]byte, h.DataBytes())
+		rand.New(rand.NewSource(1)).Read(data)
+		w.Write(data)
+		nw.Close()
+		z := b.Bytes()
+		for i := len(z) / 2; i < len(z)/2+40; i++ {
+			z[i] ^= 0x5a
+		}
+		bad := filepath.Join(dir, "bad.npz")
+		if err := os.WriteFile(bad, z, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, to := range []format.Kind{format.KindNpy, format.KindRaw, format.KindONNX} {
+			var stdout bytes.Buffer
+			_, err := Transform(Options{Request: s2d, Source: Source{Path: bad}, Output: "-", To: to, Threads: 2, Stdout: &stdout})
+			if err == nil || !strings.HasPrefix(err.Error(), bad+`: npz member "arr_0": `) {
+				t.Errorf("%v to %s: %v, want an error about the member", shape, to, err)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("%v to %s: %d bytes written before the error", shape, to, stdout.Len())
+			}
+		}
+	}
+}
