@@ -29,7 +29,9 @@ func TestBuilds(t *testing.T) {
 	}
 	dir := t.TempDir()
 	plain, companion := filepath.Join(dir, "depthspace"), filepath.Join(dir, "depthspace-s3")
-	goBuild(t, plain) // symbols kept: no -s
+	// Symbols kept: no -s. -tags= : the plain program whatever GOFLAGS
+	// says (GOFLAGS=-tags=s3, for all-in-one builds, would link S3 in).
+	goBuild(t, plain, "-tags=")
 	goBuild(t, companion, "-tags", "s3")
 
 	t.Run("Deadcode", func(t *testing.T) {
