@@ -75,7 +75,7 @@ func runCompanion(c *struct{ scheme, program, tags string }, args []string, stde
 	}
 	path := findCompanion(c.program)
 	if path == "" {
-		fmt.Fprintf(stderr, "depthspace: %s URLs need the companion program %s, found neither next to depthspace nor on PATH: install it from the release archive, or build it from the source with go build -tags %s -o \"$(dirname \"$(command -v depthspace)\")/%s\" ./cmd/depthspace\n", c.scheme, c.program, c.tags, c.program)
+		fmt.Fprintf(stderr, "depthspace: %s URLs need the companion program %s, found neither next to depthspace nor on PATH: install it from the release archive, or build it from the source with %s\n", c.scheme, c.program, buildLine(c.program, c.tags))
 		return exitError
 	}
 	env := append(os.Environ(), companionEnv+"="+path)
@@ -85,6 +85,20 @@ func runCompanion(c *struct{ scheme, program, tags string }, args []string, stde
 		return exitError
 	}
 	return code
+}
+
+// buildLine is the command that builds program next to depthspace: a
+// POSIX shell's, or on Windows the path itself (with its .exe, which
+// findCompanion looks for there).
+func buildLine(program, tags string) string {
+	if runtime.GOOS != "windows" {
+		return fmt.Sprintf(`go build -tags %s -o "$(dirname "$(command -v depthspace)")/%s" ./cmd/depthspace`, tags, program)
+	}
+	dir := "."
+	if exe, err := os.Executable(); err == nil {
+		dir = filepath.Dir(exe)
+	}
+	return fmt.Sprintf(`go build -tags %s -o "%s" ./cmd/depthspace`, tags, filepath.Join(dir, program+".exe"))
 }
 
 // findCompanion is the path of program next to this executable, else in

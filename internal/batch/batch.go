@@ -139,7 +139,9 @@ func Run(opts Options) (*Summary, error) {
 	// An --out-dir this run makes holds no outputs yet: they are created
 	// without looking at their paths first (fileio.Target.Fresh).
 	fresh := outInfo == nil && !isObject(opts.OutDir) && os.Mkdir(opts.OutDir, 0o777) == nil
-	if err := os.MkdirAll(opts.OutDir, 0o777); err != nil && !isObject(opts.OutDir) {
+	if isObject(opts.OutDir) {
+		// A prefix, made by its objects: nothing local to create.
+	} else if err := os.MkdirAll(opts.OutDir, 0o777); err != nil {
 		return nil, &pipeline.PathError{Path: opts.OutDir, Err: fmt.Errorf("cannot create the output directory: %w", unwrap(err))}
 	}
 	// A new --out-dir deep inside an input tree is met by the walk after

@@ -422,7 +422,7 @@ func objectSource(i int, arg string) (source, error) {
 	p := fileio.PlaceOf(arg)
 	dir, err := p.Parse(arg)
 	if err != nil {
-		return fail(urlBase(arg), err)
+		return fail(arg[strings.LastIndexByte(arg, '/')+1:], err)
 	}
 	if err := fileio.Ready(p); err != nil {
 		// The configuration: every object would fail the same way.
@@ -453,10 +453,20 @@ func objectSource(i int, arg string) (source, error) {
 	return objectList(i, entries), nil
 }
 
-// urlBase is the last element of a URL's path ("s3://b/a/x.npy":
-// "x.npy"; "" for a prefix, which ends in "/").
+// urlBase is the last element of a URL's key ("s3://b/a/x.npy":
+// "x.npy"; "" for a prefix, which ends in "/", and for a bucket alone,
+// which has no key: "s3://b" sorts and shards as "s3://b/" does).
 func urlBase(name string) string {
-	return name[strings.LastIndexByte(name, '/')+1:]
+	rest := name
+	if i := strings.Index(rest, "://"); i >= 0 {
+		rest = rest[i+3:]
+	}
+	j := strings.IndexByte(rest, '/')
+	if j < 0 {
+		return ""
+	}
+	key := rest[j+1:]
+	return key[strings.LastIndexByte(key, '/')+1:]
 }
 
 // objectList is the tensor objects of a listing, in its order.

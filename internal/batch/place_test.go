@@ -1,0 +1,158 @@
+package batch
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	fileio "github.com/depthspace/depthspace/internal/io"
+)
+
+// memPlace is a place data lives (fileio.Place) in memory, "mem://B/KEY",
+// with one bucket, b: what a batch asks of a bucket, without a server.
+type memPlace struct {
+	mu      sync.Mutex
+	objects map[string][]byte // by URL
+}
+
+var mem = &memPlace{objects: map[string][]byte{}}
+
+func init() { fileio.Register("mem://", mem) }
+
+func (m *memPlace) bucketKey(name string) (bucket, key string) {
+	rest := strings.TrimPrefix(name, "mem://")
+	bucket, key, _ = strings.Cut(rest, "/")
+	return bucket, key
+}
+
+func (m *memPlace) Parse(name string) (bool, error) {
+	_, key := m.bucketKey(name)
+	return key == "" || strings.HasSuffix(key, "/"), nil
+}
+func (m *memPlace) Ready() error { return nil }
+
+func (m *memPlace) get(name string) ([]byte, error) {
+	if b, _ := m.bucketKey(name); b != "b" {
+		return nil, errors.New("no such bucket")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	data, ok := m.objects[name]
+	if !ok {
+		return nil, fs.ErrNotExist
+	}
+	return data, nil
+}
+
+func (m *memPlace) ReadFirst(name string, p []byte) (int, int64, error) {
+	data, err := m.get(name)
+	if err != nil {
+		return 0, 0, err
+	}
+	return copy(p, data), int64(len(data)), nil
+}
+
+func (m *memPlace) Download(name string, f *os.File, from, size int64) error {
+	data, err := m.get(name)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt(data[from:size], from)
+	return err
+}
+
+func (m *memPlace) Upload(name string, f *os.File, size int64) error {
+	data := make([]byte, size)
+	if _, err := f.ReadAt(data, 0); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.objects[name] = data
+	return nil
+}
+
+func (m *memPlace) AbortAll() {}
+
+func (m *memPlace) Exists(name string) (bool, error) {
+	_, err := m.get(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (m *memPlace) IsDir(name string) bool {
+	if dir, _ := m.Parse(name); dir {
+		return true
+	}
+	entries, _ := m.List(name)
+	return len(entries) > 0
+}
+
+func (m *memPlace) List(name string) ([]fileio.Entry, error) {
+	if b, _ := m.bucketKey(name); b != "b" {
+		return nil, errors.New("no such bucket")
+	}
+	dir := strings.TrimSuffix(name, "/") + "/"
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []fileio.Entry
+	for k, v := range m.objects {
+		if strings.HasPrefix(k, dir) {
+			out = append(out, fileio.Entry{Name: k, Rel: k[len(dir):], Size: int64(len(v))})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Rel < out[j].Rel })
+	return out, nil
+}
+
+// An --out-dir in a bucket is made by its objects: nothing is created in
+// the current directory (a local ./mem:/b/out/ tree was, empty, while the
+// outputs went to the bucket).
+func TestRunObjectOutDirMakesNothingLocal(t *testing.T) {
+	chdir(t)
+	writeNpy(t, "in/a.npy", 1, 1, 2, 2)
+	var stderr bytes.Buffer
+	sum, err := Run(Options{Inputs: []string{"in"}, OutDir: "mem://b/out", Job: s2d(t), Threads: 1, Stderr: &stderr})
+	if err != nil || sum.Done != 1 {
+		t.Fatalf("%+v, %v: %s", sum, err, stderr.String())
+	}
+	if ok, _ := mem.Exists("mem://b/out/a.npy"); !ok {
+		t.Error("mem://b/out/a.npy was not written")
+	}
+	if entries, _ := os.ReadDir("."); len(entries) != 1 {
+		t.Errorf("the current directory holds %d entries, want in/ alone", len(entries))
+	}
+}
+
+// A bucket alone that cannot be listed sorts, and is dealt to a shard, as
+// the same bucket with its "/": its relative path is empty, not the
+// bucket's name.
+func TestRunBucketAloneSortsAsItsPrefix(t *testing.T) {
+	chdir(t)
+	writeNpy(t, "in/a.npy", 1, 1, 2, 2)
+	data, err := os.ReadFile("in/a.npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem.mu.Lock()
+	mem.objects["mem://b/src/a.npy"] = data
+	mem.mu.Unlock()
+	for _, bucket := range []string{"mem://nosuchbucket", "mem://nosuchbucket/"} {
+		var stdout, stderr bytes.Buffer
+		_, err := Run(Options{Inputs: []string{"mem://b/src/a.npy", bucket}, OutDir: "out", Job: s2d(t), Threads: 1, JSON: &stdout, Stderr: &stderr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, _ := records(t, stdout.Bytes())
+		if len(recs) != 2 || recs[0].Input != bucket {
+			t.Errorf("%s: records %+v, want its failure first (relative path \"\" sorts before a.npy)", bucket, recs)
+		}
+	}
+}
