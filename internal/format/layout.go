@@ -1,7 +1,6 @@
 package format
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -128,26 +127,58 @@ type encodeWriter struct {
 	w    io.Writer
 	name string
 	h    *Header
-	data bytes.Buffer
+	data []byte
+	n    int // bytes of data written (all of them once Gather handed them out)
 }
 
 func (e *encodeWriter) Member(name string, h Header) (io.Writer, error) {
+	if _, err := e.Gather(name, h); err != nil {
+		return nil, err
+	}
+	e.n = 0
+	return (*encodeData)(e), nil
+}
+
+// Gather makes encodeWriter a Gatherer.
+func (e *encodeWriter) Gather(name string, h Header) ([]byte, error) {
 	if e.h != nil {
 		return nil, fmt.Errorf("internal error: a second tensor in a %s output", e.f.Kind)
 	}
 	e.name, e.h = name, &h
-	e.data.Grow(int(h.DataBytes()))
-	return &e.data, nil
+	e.data = make([]byte, h.DataBytes())
+	e.n = len(e.data)
+	return e.data, nil
+}
+
+// encodeData takes the gathered tensor's data in order.
+type encodeData encodeWriter
+
+func (d *encodeData) Write(p []byte) (int, error) {
+	if len(p) > len(d.data)-d.n {
+		return 0, fmt.Errorf("internal error: more than the %d data bytes to encode", len(d.data))
+	}
+	d.n += copy(d.data[d.n:], p)
+	return len(p), nil
 }
 
 func (e *encodeWriter) Close() error {
 	if e.h == nil {
 		return errors.New("internal error: no tensor to encode")
 	}
-	if int64(e.data.Len()) != e.h.DataBytes() {
-		return fmt.Errorf("internal error: %d of %d data bytes to encode", e.data.Len(), e.h.DataBytes())
+	if e.n != len(e.data) {
+		return fmt.Errorf("internal error: %d of %d data bytes to encode", e.n, len(e.data))
 	}
-	return e.f.Encode(e.w, *e.h, e.name, e.data.Bytes())
+	return e.f.Encode(e.w, *e.h, e.name, e.data)
+}
+
+// Gatherer is implemented by a MemberWriter that holds its tensor whole
+// in memory and encodes it on Close (JSON, PNG). Gather starts the
+// member, as Member does, and returns that memory, the member's exact
+// size, for a caller that makes the data in place (filling all of it)
+// rather than writing them in order: in order, a plan that needs a
+// whole batch item first would go through a spool only to be gathered.
+type Gatherer interface {
+	Gather(name string, h Header) ([]byte, error)
 }
 
 // Compressor is implemented by a MemberWriter whose members are

@@ -192,6 +192,12 @@ func (w *writing) place(fo *assembled, off int64, j *MemberJob) error {
 func (w *writing) inOrder(bw *bufio.Writer, mw format.MemberWriter) error {
 	for i := range w.jobs {
 		j := &w.jobs[i]
+		if g, ok := mw.(format.Gatherer); ok {
+			if err := w.gather(g, j); err != nil {
+				return err
+			}
+			continue
+		}
 		if j.Load != nil && j.Stream == nil {
 			if err := j.Load(); err != nil {
 				return err
@@ -227,6 +233,28 @@ func (w *writing) inOrder(bw *bufio.Writer, mw format.MemberWriter) error {
 		if err != nil {
 			return w.memberErr(j, err)
 		}
+	}
+	return nil
+}
+
+// gather makes member j whole in the memory of a format that encodes it
+// whole (JSON, PNG), its input read whole first: as a file output holds
+// it, with no spool on the way.
+func (w *writing) gather(g format.Gatherer, j *MemberJob) error {
+	if j.Release != nil {
+		defer j.Release()
+	}
+	if j.Load != nil {
+		if err := j.Load(); err != nil {
+			return err
+		}
+	}
+	b, err := g.Gather(j.Name, j.Header)
+	if err != nil {
+		return err
+	}
+	if err := j.Producer.Run(b, 0, j.Producer.Items); err != nil {
+		return w.memberErr(j, err)
 	}
 	return nil
 }
