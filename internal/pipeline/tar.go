@@ -42,13 +42,20 @@ func isTar(opts Options) bool {
 	case format.KindByExtension(opts.Path) != "":
 		return format.KindByExtension(opts.Path) == format.KindTar
 	}
+	// Only a regular file is sniffed here: reading a pipe named by a path
+	// (<(cmd), /dev/stdin, a FIFO) would take bytes the job then lacks,
+	// and opening a FIFO again would wait for a writer that has gone. A
+	// piped tar needs --from tar, as on standard input.
+	if fi, err := os.Stat(opts.Path); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
 	f, err := os.Open(opts.Path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
 	head := make([]byte, 512)
-	n, _ := io.ReadFull(f, head)
+	n, _ := f.ReadAt(head, 0)
 	return format.SniffTar(head[:n])
 }
 
