@@ -52,6 +52,14 @@ func TestBuilds(t *testing.T) {
 		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "depthspace-s3") || !strings.Contains(stderr, "go build -tags s3") {
 			t.Errorf("exit %d, stderr %q: want 2 and one line naming depthspace-s3 and how to build it", code, stderr)
 		}
+		// Help does not need it: asked with an s3:// argument, it is
+		// shown as without one.
+		for _, args := range [][]string{{"--help", "s3://b/x"}, {"s2d", "-h", "-o", "s3://b/x"}, {"help", "s3://b/x"}} {
+			code, stdout, stderr := runProgram(t, alone, []string{"PATH=" + t.TempDir()}, args...)
+			if code != 0 || !strings.Contains(stdout, "Usage:") || stderr != "" {
+				t.Errorf("%q: exit %d, stderr %q: want the help, exit 0", args, code, stderr)
+			}
+		}
 	})
 	t.Run("NotACompanion", func(t *testing.T) {
 		// A depthspace-s3 built without -tags s3: said, not run again.

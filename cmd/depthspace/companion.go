@@ -61,6 +61,23 @@ func namesURL(arg, scheme string) bool {
 	return false
 }
 
+// asksForHelp: the run shows help (-h, --help, the help command), which
+// needs no place: without the companion it is shown here, not refused.
+func asksForHelp(args []string) bool {
+	if len(args) > 0 && args[0] == "help" {
+		return true
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "-h" || a == "--help" {
+			return true
+		}
+	}
+	return false
+}
+
 func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }

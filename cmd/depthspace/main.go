@@ -26,7 +26,7 @@ var version = ""
 func main() {
 	// Before anything else, without allocating: a run naming an s3://
 	// URL in a build without S3 is the companion's (companion.go).
-	if c := companionFor(os.Args[1:]); c != nil {
+	if c := companionFor(os.Args[1:]); c != nil && !(asksForHelp(os.Args[1:]) && findCompanion(c.program) == "") {
 		os.Exit(runCompanion(c, os.Args, os.Stderr))
 	}
 	// No allocation sampling: nothing reads the profile, and a sampled
