@@ -52,14 +52,7 @@ func TestPipeNamedByAPath(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the job still waits on the FIFO after 20 s")
 	}
-	plan, err := ops.NewPlan(ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}, []int{2, 4, 8, 8}, 1, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := make([]byte, len(data))
-	if err := plan.Run(want, data, 1); err != nil {
-		t.Fatal(err)
-	}
+	_, want := planned(t, ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}, []int{2, 4, 8, 8}, 1, data)
 	if !bytes.Equal(out.Bytes(), want) {
 		t.Error("the result differs from the plan's")
 	}

@@ -191,19 +191,34 @@ func TestDeflatedNpzScratch(t *testing.T) {
 	if _, err := Transform(Options{Request: s2d, Source: Source{Path: small}, Output: filepath.Join(dir, "o.npz"), Threads: 2}); err != nil {
 		t.Errorf("small members with no TMPDIR: %v", err)
 	}
+	big := bigDeflatedNpz(t, dir)
+	_, err := Transform(Options{Request: s2d, Source: Source{Path: big}, Output: filepath.Join(dir, "o2.npz"), Threads: 2})
+	if err == nil || !strings.Contains(err.Error(), "scratch file") {
+		t.Errorf("a big member with no TMPDIR: %v, want an error about the scratch file", err)
+	}
+}
+
+// bigDeflatedNpz writes DIR/big.npz, one deflated member "big" of 4 MiB
+// (float32 [1,16,256,256], zeros): at scratchAbove, so its job inflates
+// it into a scratch file.
+func bigDeflatedNpz(t *testing.T, dir string) string {
+	t.Helper()
 	var b bytes.Buffer
 	nw := format.NewNpzWriter(&b, true)
-	h := format.Header{DType: format.DType{Kind: 'f', Size: 4, Order: '<'}, Shape: []int{1, 16, 256, 256}} // 4 MiB
+	h := format.Header{DType: format.DType{Kind: 'f', Size: 4, Order: '<'}, Shape: []int{1, 16, 256, 256}}
 	w, err := nw.Member("big", h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Write(make([]byte, h.DataBytes()))
-	nw.Close()
-	big := filepath.Join(dir, "big.npz")
-	os.WriteFile(big, b.Bytes(), 0o644)
-	_, err = Transform(Options{Request: s2d, Source: Source{Path: big}, Output: filepath.Join(dir, "o2.npz"), Threads: 2})
-	if err == nil || !strings.Contains(err.Error(), "scratch file") {
-		t.Errorf("a big member with no TMPDIR: %v, want an error about the scratch file", err)
+	if _, err := w.Write(make([]byte, h.DataBytes())); err != nil {
+		t.Fatal(err)
 	}
+	if err := nw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.npz")
+	if err := os.WriteFile(big, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return big
 }

@@ -38,14 +38,7 @@ func TestStoreStrategiesAgree(t *testing.T) {
 	in := filepath.Join(dir, "in.npy")
 	writeNpy(t, in, "<f4", shape, false, data)
 	req := ops.Request{Op: ops.SpaceToDepth, Order: ops.CRD, Block: ops.Block{2, 3}}
-	plan, err := ops.NewPlan(req, shape, 4, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := make([]byte, plan.Bytes())
-	if err := plan.Run(want, data, 1); err != nil {
-		t.Fatal(err)
-	}
+	plan, want := planned(t, req, shape, 4, data)
 	itemBytes := plan.Bytes() / 5
 	for name, limit := range map[string]int{
 		"one item per buffer":  itemBytes,
@@ -65,6 +58,7 @@ func TestStoreStrategiesAgree(t *testing.T) {
 			}
 			got := stdout.Bytes()
 			if !toStdout {
+				var err error
 				if got, err = os.ReadFile(out); err != nil {
 					t.Fatal(err)
 				}
@@ -150,4 +144,20 @@ func TestProgressAddsUp(t *testing.T) {
 			t.Errorf("-o %s: progress reported %d bytes in %d calls, want %d in several", output, sum, calls, len(data))
 		}
 	}
+}
+
+// planned plans req on a C-order tensor of shape and elements of
+// elemSize bytes, and runs the plan on data: the oracle the pipeline's
+// outputs are checked against.
+func planned(t testing.TB, req ops.Request, shape []int, elemSize int, data []byte) (*ops.Plan, []byte) {
+	t.Helper()
+	plan, err := ops.NewPlan(req, shape, elemSize, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, plan.Bytes())
+	if err := plan.Run(want, data, 1); err != nil {
+		t.Fatal(err)
+	}
+	return plan, want
 }

@@ -26,14 +26,7 @@ func TestOneWritePathEveryFormat(t *testing.T) {
 	rand.New(rand.NewSource(3)).Read(data)
 	src := append(format.EncodeNpy(format.Header{DType: mustDType(t, "uint16"), Shape: shape}), data...)
 	req := ops.Request{Op: ops.SpaceToDepth, Order: ops.CRD, Block: ops.Block{2}}
-	plan, err := ops.NewPlan(req, shape, 2, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := make([]byte, plan.Bytes())
-	if err := plan.Run(want, data, 1); err != nil {
-		t.Fatal(err)
-	}
+	plan, want := planned(t, req, shape, 2, data)
 	for _, f := range format.All() {
 		if !format.Writable(f) || f.Kind == format.KindTar || (f.CanWrite != nil && f.CanWrite(format.Header{DType: mustDType(t, "uint16"), Shape: plan.Out}) != nil) {
 			continue
@@ -56,6 +49,7 @@ func TestOneWritePathEveryFormat(t *testing.T) {
 			}
 			outs[i] = stdout.Bytes()
 			if toFile {
+				var err error
 				if outs[i], err = os.ReadFile(out); err != nil {
 					t.Fatal(err)
 				}
@@ -102,19 +96,7 @@ func shapeFlag(shape []int) string {
 // is the output's).
 func TestMemberErrorAttribution(t *testing.T) {
 	dir := t.TempDir()
-	var b bytes.Buffer
-	nw := format.NewNpzWriter(&b, true)
-	h := format.Header{DType: format.DType{Kind: 'f', Size: 4, Order: '<'}, Shape: []int{1, 16, 256, 256}} // 4 MiB
-	w, err := nw.Member("big", h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write(make([]byte, h.DataBytes()))
-	nw.Close()
-	big := filepath.Join(dir, "big.npz")
-	if err := os.WriteFile(big, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	big := bigDeflatedNpz(t, dir)
 	missing := filepath.Join(dir, "missing")
 	t.Setenv("TMPDIR", missing)
 	s2d := ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}
@@ -216,14 +198,7 @@ func TestGatheredOutputNeedsNoSpool(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2d := ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}
-	plan, err := ops.NewPlan(s2d, shape, 1, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := make([]byte, plan.Bytes())
-	if err := plan.Run(want, data, 1); err != nil {
-		t.Fatal(err)
-	}
+	plan, want := planned(t, s2d, shape, 1, data)
 	var ref bytes.Buffer
 	if err := format.Lookup(format.KindJSON).Encode(&ref, format.Header{DType: h.DType, Shape: plan.Out}, "", want); err != nil {
 		t.Fatal(err)
