@@ -26,24 +26,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
-PY=/usr/bin/python3
-T0=$(date +%s.%N)
 VGW_VERSION=v1.8.0
-
-step() { printf '[%6.1fs] %s\n' "$(echo "$(date +%s.%N) - $T0" | bc)" "$*"; }
-fail() { step "FAIL: $*"; exit 1; }
+. scripts/e2e-lib.sh
 
 # --- tools ------------------------------------------------------------------
 need=()
 command -v bc >/dev/null || need+=(bc)
 command -v curl >/dev/null || need+=(curl)
 $PY -c 'import numpy' 2>/dev/null || need+=(python3-numpy)
-if [ ${#need[@]} -gt 0 ]; then
-  echo "installing ${need[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq "${need[@]}" >/dev/null
-fi
+need_packages "${need[@]}"
 GOBIN=$(go env GOBIN)
 [ -n "$GOBIN" ] || GOBIN=$(go env GOPATH)/bin
 VGW=$GOBIN/versitygw
@@ -54,30 +45,10 @@ fi
 step "versitygw: $("$VGW" --version 2>&1 | head -n1)"
 
 # --- a server under a temporary directory ----------------------------------
-T=$(mktemp -d /tmp/depthspace-s3.XXXXXX)
-PIDS=()
-cleanup() {
-  status=$?
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-  done
-  if [ $status -ne 0 ]; then
-    for log in "$T"/*.log "$T"/*.err; do [ -f "$log" ] && { echo "--- $log (last lines)"; tail -n 15 "$log"; }; done
-  fi
-  if [ "${KEEP:-}" = 1 ]; then echo "kept $T"; else rm -rf "$T"; fi
-  exit $status
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+e2e_tempdir s3
 mkdir -p "$T"/{gw,bin,data,got,aws}
 
-read -r PORT PROXY_PORT < <($PY -c '
-import socket
-ss = [socket.socket() for _ in range(2)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(*[s.getsockname()[1] for s in ss])')
+read -r PORT PROXY_PORT < <(free_ports 2)
 KEY=e2ekey$RANDOM SECRET=e2esecret$RANDOM$RANDOM
 ENDPOINT=http://127.0.0.1:$PORT
 VGW_PID=

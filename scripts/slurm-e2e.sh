@@ -16,11 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
-PY=/usr/bin/python3
-T0=$(date +%s.%N)
-
-step() { printf '[%6.1fs] %s\n' "$(echo "$(date +%s.%N) - $T0" | bc)" "$*"; }
-fail() { step "FAIL: $*"; exit 1; }
+. scripts/e2e-lib.sh
 
 # --- packages ---------------------------------------------------------------
 need=()
@@ -29,34 +25,12 @@ command -v munged >/dev/null || need+=(munge)
 command -v bc >/dev/null || need+=(bc)
 command -v jq >/dev/null || need+=(jq)
 $PY -c 'import numpy' 2>/dev/null || need+=(python3-numpy)
-if [ ${#need[@]} -gt 0 ]; then
-  echo "installing ${need[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq "${need[@]}" >/dev/null
-fi
+need_packages "${need[@]}"
 step "packages: $(slurmctld -V), munge $(munged --version | awk '{print $2}')"
 
 # --- a cluster under a temporary directory --------------------------------
-T=$(mktemp -d /tmp/depthspace-slurm.XXXXXX)
+e2e_tempdir slurm
 chmod 755 "$T"
-PIDS=()
-cleanup() {
-  status=$?
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-  done
-  if [ $status -ne 0 ]; then
-    for log in "$T"/*.log; do [ -f "$log" ] && { echo "--- $log (last lines)"; tail -n 15 "$log"; }; done
-  fi
-  if [ "${KEEP:-}" = 1 ]; then echo "kept $T"; else rm -rf "$T"; fi
-  exit $status
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
 mkdir -p "$T"/{munge,state,spool,bin,data,out,records,logs}
 chmod 711 "$T/munge"
 dd if=/dev/urandom of="$T/munge/munge.key" bs=1024 count=1 status=none
@@ -72,11 +46,7 @@ munge --socket="$T/munge/munge.socket" -n | unmunge --socket="$T/munge/munge.soc
 step "munged up (pid ${PIDS[0]})"
 
 # Free ports, so that a cluster already on this machine is not disturbed.
-read -r CTLD_PORT SLURMD_PORT < <($PY -c '
-import socket
-ss = [socket.socket() for _ in range(2)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(*[s.getsockname()[1] for s in ss])')
+read -r CTLD_PORT SLURMD_PORT < <(free_ports 2)
 HOST=$(hostname -s)
 CPUS=$(nproc)
 MEM=$(awk '/MemTotal/ {print int($2/1024) - 512}' /proc/meminfo)
