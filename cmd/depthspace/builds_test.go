@@ -49,8 +49,8 @@ func TestBuilds(t *testing.T) {
 		alone := filepath.Join(t.TempDir(), "depthspace")
 		copyProgram(t, plain, alone)
 		code, _, stderr := runProgram(t, alone, []string{"PATH=" + t.TempDir()}, "info", "s3://b/in.npy")
-		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "depthspace-s3") || !strings.Contains(stderr, "go build -tags s3") {
-			t.Errorf("exit %d, stderr %q: want 2 and one line naming depthspace-s3 and how to build it", code, stderr)
+		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "depthspace: s3://b/in.npy: ") || !strings.Contains(stderr, "depthspace-s3") || !strings.Contains(stderr, "go build -tags s3") {
+			t.Errorf("exit %d, stderr %q: want 2 and one line naming the URL, depthspace-s3 and how to build it", code, stderr)
 		}
 		// Help does not need it: asked with an s3:// argument, it is
 		// shown as without one.
@@ -67,7 +67,7 @@ func TestBuilds(t *testing.T) {
 		copyProgram(t, plain, filepath.Join(d, "depthspace"))
 		copyProgram(t, plain, filepath.Join(d, "depthspace-s3"))
 		code, _, stderr := runProgram(t, filepath.Join(d, "depthspace"), nil, "--out-dir=s3://b/o/", "s2d", "x.npy")
-		if code != 2 || !strings.Contains(stderr, "has no s3:// built in") {
+		if code != 2 || !strings.HasPrefix(stderr, "depthspace: s3://b/o/: ") || !strings.Contains(stderr, "has no s3:// built in") {
 			t.Errorf("exit %d, stderr %q: want 2 and that depthspace-s3 lacks s3://", code, stderr)
 		}
 	})

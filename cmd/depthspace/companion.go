@@ -47,18 +47,33 @@ func companionFor(args []string) *struct{ scheme, program, tags string } {
 }
 
 // namesURL: arg is a URL of scheme, or a flag holding one as its value.
-func namesURL(arg, scheme string) bool {
+func namesURL(arg, scheme string) bool { return urlAt(arg, scheme) >= 0 }
+
+// urlAt is where in arg a URL of scheme starts (0, or after a flag's
+// name: --out-dir=s3://…, -os3://…); -1 for none.
+func urlAt(arg, scheme string) int {
 	if hasPrefixFold(arg, scheme) {
-		return true
+		return 0
 	}
 	if len(arg) > 1 && arg[0] == '-' {
 		for i := 2; i+len(scheme) <= len(arg); i++ {
 			if hasPrefixFold(arg[i:], scheme) {
-				return true
+				return i
 			}
 		}
 	}
-	return false
+	return -1
+}
+
+// firstURL is the first URL of scheme the arguments name, for an error
+// line that names it as SPEC's "depthspace: PATH: what is wrong" does.
+func firstURL(args []string, scheme string) string {
+	for _, a := range args {
+		if i := urlAt(a, scheme); i >= 0 {
+			return a[i:]
+		}
+	}
+	return scheme
 }
 
 // asksForHelp: the run shows help (-h, --help, the help command), which
@@ -87,18 +102,18 @@ func hasPrefixFold(s, prefix string) bool {
 // only on failure: the exit status, the reason said on stderr.
 func runCompanion(c *struct{ scheme, program, tags string }, args []string, stderr io.Writer) int {
 	if self := os.Getenv(companionEnv); self != "" {
-		fmt.Fprintf(stderr, "depthspace: %s URLs: %s was run for them but has no %s built in: build it with go build -tags %s\n", c.scheme, self, c.scheme, c.tags)
+		fmt.Fprintf(stderr, "depthspace: %s: %s was run for %s URLs but has no %s built in: build it with go build -tags %s\n", firstURL(args[1:], c.scheme), self, c.scheme, c.scheme, c.tags)
 		return exitError
 	}
 	path := findCompanion(c.program)
 	if path == "" {
-		fmt.Fprintf(stderr, "depthspace: %s URLs need the companion program %s, found neither next to depthspace nor on PATH: install it from the release archive, or build it from the source with %s\n", c.scheme, c.program, buildLine(c.program, c.tags))
+		fmt.Fprintf(stderr, "depthspace: %s: %s URLs need the companion program %s, found neither next to depthspace nor on PATH: install it from the release archive, or build it from the source with %s\n", firstURL(args[1:], c.scheme), c.scheme, c.program, buildLine(c.program, c.tags))
 		return exitError
 	}
 	env := append(os.Environ(), companionEnv+"="+path)
 	code, err := execProgram(path, append([]string{path}, args[1:]...), env)
 	if err != nil {
-		fmt.Fprintf(stderr, "depthspace: running %s for %s URLs: %v\n", path, c.scheme, err)
+		fmt.Fprintf(stderr, "depthspace: %s: running %s for %s URLs: %v\n", firstURL(args[1:], c.scheme), path, c.scheme, err)
 		return exitError
 	}
 	return code
