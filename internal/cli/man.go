@@ -5,7 +5,7 @@
 // library whose package initialisation alone took 2.5 ms of every start
 // (GODEBUG=inittrace=1), a quarter of the start-up budget.
 
-package main
+package cli
 
 import (
 	"os"
