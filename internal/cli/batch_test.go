@@ -264,7 +264,7 @@ func inTmux(t *testing.T, tmux, dir, command string) string {
 func TestManPages(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(t.TempDir(), "depthspace-man")
-	goBuild(t, bin, "-tags", "man")
+	goBuild(t, bin, "../../cmd/depthspace", "-tags", "man")
 	if out, err := exec.Command(bin, "man", dir).CombinedOutput(); err != nil {
 		t.Fatalf("man: %v: %s", err, out)
 	}

@@ -18,21 +18,23 @@ import (
 )
 
 // TestBuilds builds the two programs as a user does, plain depthspace
-// and the companion depthspace-s3 (-tags s3), and checks what only the
+// (cmd/depthspace) and the companion depthspace-s3 (cmd/depthspace-s3),
+// both stamped with one release version, and checks what only the
 // linked programs show: the linker's dead-code elimination is whole, S3
-// stays out of the plain one, and a plain run naming an s3:// URL is
-// handed to the companion (an exec: its output, its exit status), or
-// says what to install.
+// stays out of the plain one, a plain run naming an s3:// URL is handed
+// to the companion (an exec: its output, its exit status) or says what
+// to install, and a companion of another version refuses the hand-over.
 func TestBuilds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the programs")
 	}
 	dir := t.TempDir()
 	plain, companion := filepath.Join(dir, "depthspace"), filepath.Join(dir, "depthspace-s3")
+	const release = "-ldflags=-X main.version=1.4.2"
 	// Symbols kept: no -s. -tags= : the plain program whatever GOFLAGS
-	// says (GOFLAGS=-tags=s3, for all-in-one builds, would link S3 in).
-	goBuild(t, plain, "-tags=")
-	goBuild(t, companion, "-tags", "s3")
+	// says (GOFLAGS=-tags=s3, for the all-in-one build, would link S3 in).
+	goBuild(t, plain, "../../cmd/depthspace", "-tags=", release)
+	goBuild(t, companion, "../../cmd/depthspace-s3", release)
 
 	t.Run("Deadcode", func(t *testing.T) {
 		checkDeadcode(t, plain)
@@ -43,14 +45,14 @@ func TestBuilds(t *testing.T) {
 			t.Error("plain depthspace links net/http or objstore: S3 belongs to depthspace-s3 alone (docs/objects.md)")
 		}
 	})
-	t.Run("Exec", func(t *testing.T) { testCompanionExec(t, plain) })
+	t.Run("Exec", func(t *testing.T) { testCompanionExec(t, plain, companion) })
 	t.Run("Missing", func(t *testing.T) {
 		// Plain depthspace alone in its directory, and none on PATH.
 		alone := filepath.Join(t.TempDir(), "depthspace")
 		copyProgram(t, plain, alone)
 		code, _, stderr := runProgram(t, alone, []string{"PATH=" + t.TempDir()}, "info", "s3://b/in.npy")
-		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "depthspace: s3://b/in.npy: ") || !strings.Contains(stderr, "depthspace-s3") || !strings.Contains(stderr, "go build -tags s3") {
-			t.Errorf("exit %d, stderr %q: want 2 and one line naming the URL, depthspace-s3 and how to build it", code, stderr)
+		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "depthspace: s3://b/in.npy: ") || !strings.Contains(stderr, "go install github.com/depthspace/depthspace/cmd/depthspace-s3@v1.4.2\n") {
+			t.Errorf("exit %d, stderr %q: want 2 and one line naming the URL and how to install depthspace-s3 of this version", code, stderr)
 		}
 		// Help does not need it: asked with an s3:// argument, it is
 		// shown as without one.
@@ -62,7 +64,7 @@ func TestBuilds(t *testing.T) {
 		}
 	})
 	t.Run("NotACompanion", func(t *testing.T) {
-		// A depthspace-s3 built without -tags s3: said, not run again.
+		// A depthspace-s3 that is plain depthspace: said, not run again.
 		d := t.TempDir()
 		copyProgram(t, plain, filepath.Join(d, "depthspace"))
 		copyProgram(t, plain, filepath.Join(d, "depthspace-s3"))
@@ -71,11 +73,28 @@ func TestBuilds(t *testing.T) {
 			t.Errorf("exit %d, stderr %q: want 2 and that depthspace-s3 lacks s3://", code, stderr)
 		}
 	})
+	t.Run("OtherVersion", func(t *testing.T) {
+		// A depthspace-s3 of another release next to depthspace: refused
+		// in one line naming both versions, before any S3 request.
+		d := t.TempDir()
+		copyProgram(t, plain, filepath.Join(d, "depthspace"))
+		goBuild(t, filepath.Join(d, "depthspace-s3"), "../../cmd/depthspace-s3", "-ldflags=-X main.version=1.5.0")
+		code, stdout, stderr := runProgram(t, filepath.Join(d, "depthspace"), []string{"AWS_ENDPOINT_URL=http://127.0.0.1:1"}, "info", "s3://b/in.npy")
+		want := "depthspace: s3://b/in.npy: depthspace-s3 is version 1.5.0 and depthspace is version 1.4.2: a companion serves only its own version; install the same one: go install github.com/depthspace/depthspace/cmd/depthspace-s3@v1.4.2\n"
+		if code != 2 || stdout != "" || stderr != want {
+			t.Errorf("exit %d, stdout %q, stderr %q\nwant 2 and %q", code, stdout, stderr, want)
+		}
+		// Run directly, the same program is a full one.
+		code, stdout, stderr = runProgram(t, filepath.Join(d, "depthspace-s3"), nil, "--version")
+		if code != 0 || stdout != "depthspace 1.5.0\n" || stderr != "" {
+			t.Errorf("depthspace-s3 --version run directly: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+		}
+	})
 }
 
 // testCompanionExec runs plain depthspace on objects of a server: s2d
 // from an object to an object, and info of one.
-func testCompanionExec(t *testing.T, plain string) {
+func testCompanionExec(t *testing.T, plain, companion string) {
 	srv := &tinyS3{objects: map[string][]byte{}}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
@@ -107,6 +126,11 @@ func testCompanionExec(t *testing.T, plain string) {
 	code, _, errs = runProgram(t, plain, env, "info", "s3://b/none.npy")
 	if code != 2 || !strings.HasPrefix(errs, "depthspace: s3://b/none.npy: ") {
 		t.Errorf("info of a missing object: exit %d, %q: want 2 and the companion's error", code, errs)
+	}
+	// The companion run directly is a full program: S3 and local files.
+	code, out, errs := runProgram(t, companion, env, "info", "s3://b/in.npy")
+	if code != 0 || !strings.Contains(out, "shape          1,2,4,4") {
+		t.Errorf("depthspace-s3 info of an object, run directly: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
 
@@ -183,7 +207,7 @@ func runProgram(t *testing.T, bin string, env []string, args ...string) (code in
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "AWS_") && !strings.HasPrefix(kv, companionEnv+"=") {
+		if !strings.HasPrefix(kv, "AWS_") && !strings.HasPrefix(kv, companionEnv+"=") && !strings.HasPrefix(kv, versionEnv+"=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
@@ -242,11 +266,11 @@ func nm(t *testing.T, bin string) string {
 	return string(out)
 }
 
-// goBuild builds this command into bin with `go build` and these flags
-// (-tags s3); it skips the test when there is no go command.
-func goBuild(t *testing.T, bin string, flags ...string) {
+// goBuild builds the main package pkg into bin with `go build` and
+// these flags; it skips the test when there is no go command.
+func goBuild(t *testing.T, bin, pkg string, flags ...string) {
 	t.Helper()
-	args := append(append([]string{"build"}, flags...), "-o", bin, ".")
+	args := append(append([]string{"build"}, flags...), "-o", bin, pkg)
 	if out, err := exec.Command(goTool(t), args...).CombinedOutput(); err != nil {
 		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

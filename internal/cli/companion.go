@@ -14,123 +14,183 @@ import (
 // Plain depthspace has no place but local files and standard input and
 // output: S3's client (net/http, a TLS stack) made every run start 1.3×
 // slower, S3 or not. A run naming an s3:// URL is handed, as git hands
-// https:// to git-remote-https, to the companion program depthspace-s3,
-// which is this program built with -tags s3 (s3.go), S3 built in; it
+// https:// to git-remote-https, to the companion program depthspace-s3
+// (cmd/depthspace-s3: this command tree with S3 built in), which
 // replaces this process (same pid, descriptors, signals and exit
-// status). docs/objects.md says how to install it.
-var companions = []struct {
-	scheme, program, tags string
-}{
-	{"s3://", "depthspace-s3", "s3"},
+// status). docs/objects.md says how to install it. A later place that
+// needs its own client is one more row here and one more main.
+var companions = []companion{
+	{scheme: "s3://", program: "depthspace-s3"},
 }
 
-// companionEnv is set for the companion: a companion without the place
-// (built without its tag) says so instead of handing the run on again.
-const companionEnv = "DEPTHSPACE_COMPANION"
-
-// companionFor is the companion a run with these arguments needs: the
-// first whose scheme this build has no place for and that an argument or
-// a flag's value (--out-dir=s3://…, -os3://…) names. nil: none.
-func companionFor(args []string) *struct{ scheme, program, tags string } {
-	for i := range companions {
-		c := &companions[i]
-		if fileio.PlaceOf(c.scheme) != nil {
-			continue // built in
-		}
-		for _, a := range args {
-			if namesURL(a, c.scheme) {
-				return c
-			}
-		}
-	}
-	return nil
+// companion is a program holding the place for URLs of scheme.
+type companion struct {
+	scheme, program string
 }
 
-// namesURL: arg is a URL of scheme, or a flag holding one as its value.
-func namesURL(arg, scheme string) bool { return urlAt(arg, scheme) >= 0 }
+// The hand-over's environment. companionEnv is the companion's path: a
+// companion without the place says so instead of handing the run on
+// again. versionEnv is the version of the depthspace handing over: a
+// companion of another version refuses the run (checkHandOver), since
+// its flags and messages would be another release's.
+const (
+	companionEnv = "DEPTHSPACE_COMPANION"
+	versionEnv   = "DEPTHSPACE_VERSION"
+)
 
-// urlAt is where in arg a URL of scheme starts (0, or after a flag's
-// name: --out-dir=s3://…, -os3://…); -1 for none.
-func urlAt(arg, scheme string) int {
-	if hasPrefixFold(arg, scheme) {
-		return 0
-	}
-	if len(arg) > 1 && arg[0] == '-' {
-		for i := 2; i+len(scheme) <= len(arg); i++ {
-			if hasPrefixFold(arg[i:], scheme) {
-				return i
-			}
-		}
-	}
-	return -1
-}
+// modulePath is where `go install` finds the programs.
+const modulePath = "github.com/depthspace/depthspace"
 
-// firstURL is the first URL of scheme the arguments name, for an error
-// line that names it as SPEC's "depthspace: PATH: what is wrong" does.
-func firstURL(args []string, scheme string) string {
-	for _, a := range args {
-		if i := urlAt(a, scheme); i >= 0 {
-			return a[i:]
-		}
-	}
-	return scheme
-}
+// builtIn: this build has a place for URLs of scheme.
+func builtIn(scheme string) bool { return fileio.PlaceOf(scheme) != nil }
 
-// asksForHelp: the run shows help (-h, --help, the help command), which
-// needs no place: without the companion it is shown here, not refused.
-func asksForHelp(args []string) bool {
-	if len(args) > 0 && args[0] == "help" {
-		return true
-	}
+// scanArgs is the argv scan that decides a hand-over: the companion the
+// run needs (the first whose scheme has no place in this build, per
+// builtIn, and that an argument or a flag's value names), the first URL
+// of its scheme (for the error lines), and whether the run asks for help
+// (-h, --help, the help command: help needs no place). c is nil when
+// this build runs it alone.
+func scanArgs(args []string, builtIn func(scheme string) bool) (c *companion, url string, help bool) {
+	help = len(args) > 0 && args[0] == "help"
 	for _, a := range args {
 		if a == "--" {
 			break
 		}
 		if a == "-h" || a == "--help" {
-			return true
+			help = true
 		}
 	}
-	return false
+	for i := range companions {
+		if builtIn(companions[i].scheme) {
+			continue
+		}
+		if u := firstURL(args, companions[i].scheme); u != "" {
+			return &companions[i], u, help
+		}
+	}
+	return nil, "", help
 }
+
+// firstURL is the first URL of scheme that args name, as an argument or
+// as a flag's value; "" for none.
+func firstURL(args []string, scheme string) string {
+	flags := true // before "--"
+	for _, a := range args {
+		if flags && a == "--" {
+			flags = false
+			continue
+		}
+		if i := urlAt(a, scheme, flags); i >= 0 {
+			return a[i:]
+		}
+	}
+	return ""
+}
+
+// urlAt is where in arg a URL of scheme starts: 0 for the URL itself, or
+// with flags (arg may be a flag: it comes before "--") the start of a
+// flag's value, after "=" (--out-dir=s3://…) or after a shorthand or a
+// run of them (-os3://…, -qos3://…); -1 for none. A local path holding
+// the scheme's text further on (./s3://x, -o./s3://x) is no URL.
+func urlAt(arg, scheme string, flags bool) int {
+	if hasPrefixFold(arg, scheme) {
+		return 0
+	}
+	if !flags || len(arg) < 2 || arg[0] != '-' {
+		return -1
+	}
+	if strings.HasPrefix(arg, "--") {
+		if _, v, ok := strings.Cut(arg, "="); ok && hasPrefixFold(v, scheme) {
+			return len(arg) - len(v)
+		}
+		return -1
+	}
+	for i := 2; i < len(arg) && isLetter(arg[i-1]); i++ {
+		if hasPrefixFold(arg[i:], scheme) {
+			return i
+		}
+	}
+	return -1
+}
+
+func isLetter(b byte) bool { return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' }
 
 func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
+// checkHandOver refuses a run handed over (companionPath, the
+// DEPTHSPACE_COMPANION its parent set, is not "") by a depthspace whose
+// version, parentVersion, is not this program's: one line naming both. A
+// parent that set no version is older than this check, so of another
+// version too. A companion run directly, with neither variable set, is a
+// full program.
+func checkHandOver(parentVersion, companionPath string, args []string) error {
+	if companionPath == "" || sameVersion(parentVersion, versionString()) {
+		return nil
+	}
+	parent, install := parentVersion, installLine(filepath.Base(companionPath), parentVersion)
+	if parent == "" {
+		parent, install = "an earlier one, which names none", "the version `depthspace --version` gives"
+	}
+	url := ""
+	for _, c := range companions {
+		if url = firstURL(args, c.scheme); url != "" {
+			break
+		}
+	}
+	return fmt.Errorf("%s%s is version %s and depthspace is version %s: a companion serves only its own version; install the same one: %s",
+		orEmpty(url, ": "), filepath.Base(companionPath), versionString(), parent, install)
+}
+
+// orEmpty is s followed by sep, or "" for an empty s.
+func orEmpty(s, sep string) string {
+	if s == "" {
+		return ""
+	}
+	return s + sep
+}
+
+// sameVersion compares versions as the two ways of installing give them:
+// a release build is stamped "1.2.3", go install of the module reports
+// "v1.2.3".
+func sameVersion(a, b string) bool {
+	return strings.TrimPrefix(a, "v") == strings.TrimPrefix(b, "v")
+}
+
+// installLine is the command that installs program at version: go install
+// of the module at that version, or, for a build that is no module
+// version (a source tree's "dev", or one with uncommitted changes), go
+// install of the program's directory in that source tree.
+func installLine(program, version string) string {
+	v := strings.TrimPrefix(version, "v")
+	if v == "" || v[0] < '0' || v[0] > '9' || strings.Contains(v, "+") {
+		return "go install ./cmd/" + program + " in depthspace's source tree"
+	}
+	return "go install " + modulePath + "/cmd/" + program + "@v" + v
+}
+
 // runCompanion hands the run (args are os.Args) to c's program, found
-// next to this executable (links resolved), else on PATH. It returns
-// only on failure: the exit status, the reason said on stderr.
-func runCompanion(c *struct{ scheme, program, tags string }, args []string, stderr io.Writer) int {
+// next to this executable (links resolved), else on PATH; url is the
+// first URL that needs it. It returns only on failure: the exit status,
+// the reason said on stderr.
+func runCompanion(c *companion, url string, args []string, stderr io.Writer) int {
 	if self := os.Getenv(companionEnv); self != "" {
-		fmt.Fprintf(stderr, "depthspace: %s: %s was run for %s URLs but has no %s built in: build it with go build -tags %s\n", firstURL(args[1:], c.scheme), self, c.scheme, c.scheme, c.tags)
+		fmt.Fprintf(stderr, "depthspace: %s: %s was run for %s URLs but has no %s built in: install the companion with %s\n", url, self, c.scheme, c.scheme, installLine(c.program, versionString()))
 		return exitError
 	}
 	path := findCompanion(c.program)
 	if path == "" {
-		fmt.Fprintf(stderr, "depthspace: %s: %s URLs need the companion program %s, found neither next to depthspace nor on PATH: install it from the release archive, or build it from the source with %s\n", firstURL(args[1:], c.scheme), c.scheme, c.program, buildLine(c.program, c.tags))
+		fmt.Fprintf(stderr, "depthspace: %s: %s URLs need the companion program %s, found neither next to depthspace nor on PATH: install it from the release archive, or with %s\n", url, c.scheme, c.program, installLine(c.program, versionString()))
 		return exitError
 	}
-	env := append(os.Environ(), companionEnv+"="+path)
+	env := append(os.Environ(), companionEnv+"="+path, versionEnv+"="+versionString())
 	code, err := execProgram(path, append([]string{path}, args[1:]...), env)
 	if err != nil {
-		fmt.Fprintf(stderr, "depthspace: %s: running %s for %s URLs: %v\n", firstURL(args[1:], c.scheme), path, c.scheme, err)
+		fmt.Fprintf(stderr, "depthspace: %s: running %s for %s URLs: %v\n", url, path, c.scheme, err)
 		return exitError
 	}
 	return code
-}
-
-// buildLine is the command that builds program next to depthspace: a
-// POSIX shell's, or on Windows the path itself (with its .exe, which
-// findCompanion looks for there).
-func buildLine(program, tags string) string {
-	if runtime.GOOS != "windows" {
-		return fmt.Sprintf(`go build -tags %s -o "$(dirname "$(command -v depthspace)")/%s" ./cmd/depthspace`, tags, program)
-	}
-	dir := "."
-	if exe, err := os.Executable(); err == nil {
-		dir = filepath.Dir(exe)
-	}
-	return fmt.Sprintf(`go build -tags %s -o "%s" ./cmd/depthspace`, tags, filepath.Join(dir, program+".exe"))
 }
 
 // findCompanion is the path of program next to this executable, else in

@@ -40,3 +40,81 @@ func TestFindCompanionNotRelative(t *testing.T) {
 		t.Errorf("PATH with an absolute entry: found %q, want %q", p, want)
 	}
 }
+
+// TestScanArgs: the argv scan that decides whether a run is handed to a
+// companion, in a build with no place for s3:// (none), and in one with
+// it built in (nothing is handed over).
+func TestScanArgs(t *testing.T) {
+	none := func(string) bool { return false }
+	for _, tc := range []struct {
+		args []string
+		url  string // "" for no hand-over
+		help bool
+	}{
+		{[]string{"s2d", "-b", "2", "in.npy", "-o", "out.npy"}, "", false},
+		{[]string{"info", "s3://b/in.npy"}, "s3://b/in.npy", false},
+		{[]string{"info", "S3://B/in.npy"}, "S3://B/in.npy", false},
+		{[]string{"s2d", "in.npy", "-os3://b/out.npy"}, "s3://b/out.npy", false},
+		{[]string{"s2d", "-qos3://b/out.npy", "in.npy"}, "s3://b/out.npy", false},
+		{[]string{"s2d", "--out-dir=S3://b/o/", "in.npy"}, "S3://b/o/", false},
+		{[]string{"s2d", "--out-dir", "s3://b/o/", "in.npy"}, "s3://b/o/", false},
+		// After "--" every argument is a file: a URL is still one, a
+		// name starting with "-o" is not a flag holding one.
+		{[]string{"s2d", "-o", "out/", "--", "s3://b/in.npy"}, "s3://b/in.npy", false},
+		{[]string{"s2d", "-o", "out/", "--", "-os3://b/in.npy"}, "", false},
+		{[]string{"s2d", "--", "--out-dir=s3://b/o/"}, "", false},
+		// Local paths holding the scheme's text elsewhere.
+		{[]string{"s2d", "s3:in.npy", "-o", "s3:out.npy"}, "", false},
+		{[]string{"s2d", "./s3://b/in.npy", "-o./s3://b/out.npy"}, "", false},
+		{[]string{"s2d", "dir/s3://b", "--out-dir=./s3://b"}, "", false},
+		{[]string{"s2d", "-j2os3://b/x"}, "", false},
+		// Help.
+		{[]string{"--help", "s3://b/x"}, "s3://b/x", true},
+		{[]string{"s2d", "-h", "-o", "s3://b/x"}, "s3://b/x", true},
+		{[]string{"help", "s3://b/x"}, "s3://b/x", true},
+		{[]string{"s2d", "-h"}, "", true},
+		{[]string{"s2d", "--", "-h"}, "", false},
+		{[]string{"info", "--", "--help", "s3://b/x"}, "s3://b/x", false},
+	} {
+		c, url, help := scanArgs(tc.args, none)
+		if url != tc.url || help != tc.help || (c != nil) != (tc.url != "") {
+			t.Errorf("%q: companion %v, url %q, help %v: want url %q, help %v", tc.args, c, url, help, tc.url, tc.help)
+		}
+		if c != nil && c.program != "depthspace-s3" {
+			t.Errorf("%q: companion %q, want depthspace-s3", tc.args, c.program)
+		}
+		if c, _, _ := scanArgs(tc.args, func(string) bool { return true }); c != nil {
+			t.Errorf("%q with s3:// built in: handed to %q, want none", tc.args, c.program)
+		}
+	}
+}
+
+// TestCheckHandOver: a companion refuses, in one line naming both
+// versions, a run handed over by depthspace of another version; run
+// directly (no DEPTHSPACE_COMPANION) it runs whatever DEPTHSPACE_VERSION
+// says.
+func TestCheckHandOver(t *testing.T) {
+	defer func(v string) { version = v }(version)
+	version = "1.4.2" // as a release build stamps it
+	args := []string{"s2d", "in.npy", "--out-dir=s3://b/o/"}
+	const path = "/opt/bin/depthspace-s3"
+	for _, ok := range []struct{ parent, companion string }{
+		{"1.4.2", path}, {"v1.4.2", path}, // go install reports "v1.4.2"
+		{"", ""}, {"1.5.0", ""},
+	} {
+		if err := checkHandOver(ok.parent, ok.companion, args); err != nil {
+			t.Errorf("parent %q, companion %q: %v: want the run accepted", ok.parent, ok.companion, err)
+		}
+	}
+	for parent, want := range map[string]string{
+		"1.5.0":                                "s3://b/o/: depthspace-s3 is version 1.4.2 and depthspace is version 1.5.0: a companion serves only its own version; install the same one: go install github.com/depthspace/depthspace/cmd/depthspace-s3@v1.5.0",
+		"v1.4.3-0.20261127101300-0c0cb94abcd1": "s3://b/o/: depthspace-s3 is version 1.4.2 and depthspace is version v1.4.3-0.20261127101300-0c0cb94abcd1: a companion serves only its own version; install the same one: go install github.com/depthspace/depthspace/cmd/depthspace-s3@v1.4.3-0.20261127101300-0c0cb94abcd1",
+		"dev":                                  "s3://b/o/: depthspace-s3 is version 1.4.2 and depthspace is version dev: a companion serves only its own version; install the same one: go install ./cmd/depthspace-s3 in depthspace's source tree",
+		"":                                     "s3://b/o/: depthspace-s3 is version 1.4.2 and depthspace is version an earlier one, which names none: a companion serves only its own version; install the same one: the version `depthspace --version` gives",
+	} {
+		err := checkHandOver(parent, path, args)
+		if err == nil || err.Error() != want {
+			t.Errorf("parent %q: %v\nwant %s", parent, err, want)
+		}
+	}
+}

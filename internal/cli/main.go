@@ -13,21 +13,30 @@ import (
 	"strings"
 )
 
-// version is stamped by the release build (-ldflags "-X main.version=…").
+// version is the release's, stamped into the main (-ldflags "-X
+// main.version=…") and given to Main; "" for any other build.
 var version = ""
 
-// Main is the program: cmd/depthspace's main calls it.
-func Main() {
-	// Before anything else, without allocating: a run naming an s3://
-	// URL in a build without S3 is the companion's (companion.go).
-	if c := companionFor(os.Args[1:]); c != nil && !(asksForHelp(os.Args[1:]) && findCompanion(c.program) == "") {
-		os.Exit(runCompanion(c, os.Args, os.Stderr))
+// Main is the program, depthspace or a companion (cmd/*/main.go):
+// stamped is the version the release build stamped into that main ("" if
+// none). It gives the exit status.
+func Main(stamped string) int {
+	version = stamped
+	// Before anything else, without allocating: a run handed over by
+	// depthspace of another version is refused, and a run naming a URL
+	// this build has no place for is its companion's (companion.go).
+	if err := checkHandOver(os.Getenv(versionEnv), os.Getenv(companionEnv), os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "depthspace: "+err.Error())
+		return exitError
+	}
+	if c, url, help := scanArgs(os.Args[1:], builtIn); c != nil && !(help && findCompanion(c.program) == "") {
+		return runCompanion(c, url, os.Args, os.Stderr)
 	}
 	// No allocation sampling: nothing reads the profile, and a sampled
 	// allocation costs a stack walk (perf: 2% of a run on a tiny file).
 	runtime.MemProfileRate = 0
 	// The spare P for I/O workers is given when workers start (ops.SpareP).
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	return run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }
 
 // Exit statuses, as SPEC: 0 success, 1 compare found a difference, 2 anything else.

@@ -54,7 +54,7 @@ func buildBinary(t *testing.T) string {
 		}
 	}
 	bin := filepath.Join(dir, "depthspace")
-	goBuild(t, bin)
+	goBuild(t, bin, "../../cmd/depthspace")
 	return bin
 }
 
