@@ -254,7 +254,7 @@ var cliCommands = []cliCommand{
 	{[]string{"reorder", "--from-order", "dcr", "--to-order", "crd", "-b", "2", "IN", "-o", "DIR/out.npy"}, "02", "out.npy"},
 	{[]string{"reorder", "--from-layout", "nchw", "--to-layout", "nhwc", "IN", "-o", "DIR/out.npy"}, "02", "out.npy"},
 	{[]string{"s2d", "-b", "1", "IN", "-o", "DIR/out.npz"}, "02", "out.npz"},
-	// Issue 15 and 16: block orders, layouts, crop/pad, the new formats.
+	// Block orders, layouts, crop/pad, and the formats after npy, raw and JSON.
 	{[]string{"s2d", "-b", "2", "--layout", "hw", "--block-order", "bggr", "--pad", "reflect", "IN", "-o", "DIR/out.npy"}, "02", "out.npy"},
 	{[]string{"s2d", "-b", "2", "--block-order", "0,1,3,2", "--crop", "IN", "-o", "DIR/out.npy"}, "02", "out.npy"},
 	{[]string{"d2s", "-b", "2", "--layout", "hwc", "--block-order", "col-major", "--crop-to", "3,3", "IN", "-o", "DIR/out.npy"}, "02", "out.npy"},

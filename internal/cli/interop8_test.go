@@ -45,7 +45,7 @@ var explainCases = []struct {
 	{"d2s", "crd", "nhwc", "2", []int{1, 2, 1, 2, 16}, ""},
 	{"s2d", "crd", "nhwc", "1x2", []int{3, 1, 4, 1}, ""},
 	{"d2s", "dcr", "nchw", "1", []int{1, 1, 1, 1}, ""},
-	// Issue 15: block orders and the layouts without batch or channel axes.
+	// Block orders and the layouts without batch or channel axes.
 	{"s2d", "dcr", "hw", "2", []int{4, 6}, "0,1,3,2"},
 	{"d2s", "dcr", "hw", "2", []int{2, 3, 4}, "bggr"},
 	{"s2d", "dcr", "nchw", "2", []int{1, 3, 4, 4}, "col-major"},

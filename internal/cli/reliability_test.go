@@ -711,10 +711,6 @@ func testSpecialFileOutput(t *testing.T, bin string) {
 	}
 }
 
-// knownBugDevStdout skips testDevStdout, which fails until the bug it
-// describes is fixed.
-const knownBugDevStdout = false
-
 // `-o /dev/stdout > FILE` is a Unix idiom: /dev/stdout is a symlink to
 // /proc/self/fd/1, which the kernel resolves to FILE, a regular file. The
 // result must reach FILE. Renaming a temporary file over the name instead
@@ -722,9 +718,6 @@ const knownBugDevStdout = false
 // empty; without root it fails creating a file in /dev. The test uses its
 // own symlink to /proc/self/fd/1, never the real /dev/stdout.
 func testDevStdout(t *testing.T, bin string) {
-	if knownBugDevStdout {
-		t.Skip("BUG: -o /dev/stdout renames a temporary file over the symlink (docs/reliability.md, Known issues); set knownBugDevStdout to false once fileio.Create writes through it")
-	}
 	if _, err := os.Stat("/proc/self/fd/1"); err != nil {
 		t.Skipf("no /proc/self/fd: %v", err)
 	}
@@ -908,7 +901,7 @@ func testBatchFullDisk(t *testing.T, bin string) {
 // fileio.Output.Commit does. The numbers and the decision are in
 // docs/reliability.md.
 //
-//	go test -run XXX -bench OutputFsync -benchtime 3x ./cmd/depthspace/
+//	go test -run XXX -bench OutputFsync -benchtime 3x ./internal/cli/
 func BenchmarkOutputFsync(b *testing.B) {
 	buf := make([]byte, 1<<20)
 	for i := range buf {

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The workloads of issue 5. Each benchmark reports MB/s of tensor moved
+// The five workloads of docs/performance.md (W1-W5). Each benchmark reports MB/s of tensor moved
 // (b.SetBytes), beside BenchmarkCopy of the same bytes on the same number
 // of goroutines: the floor a permutation copy can hope to reach.
 var workloads = []struct {
@@ -22,7 +22,7 @@ var workloads = []struct {
 	{"W3_u8_s2d_b4", Request{Op: SpaceToDepth, Block: Block{4}}, []int{16, 3, 2048, 2048}, 1},
 	{"W4_f16_s2d_nhwc", Request{Op: SpaceToDepth, Layout: NHWC, Block: Block{2}}, []int{8, 1024, 1024, 32}, 2},
 	{"W5_f32_s2d_small", Request{Op: SpaceToDepth, Block: Block{2}}, []int{256, 16, 64, 64}, 4},
-	// Issue 15: a block order is a different table, not a second pass.
+	// A block order is a different table, not a second pass.
 	{"W1_f32_s2d_colmajor", Request{Op: SpaceToDepth, Block: Block{2}, BlockOrder: BlockOrder{Name: "col-major"}}, []int{4, 64, 1024, 1024}, 4},
 	{"W1_f32_s2d_bggr", Request{Op: SpaceToDepth, Block: Block{2}, BlockOrder: BlockOrder{Name: "bggr"}}, []int{4, 64, 1024, 1024}, 4},
 	{"W1_f32_s2d_sid", Request{Op: SpaceToDepth, Block: Block{2}, BlockOrder: BlockOrder{Perm: []int{0, 1, 3, 2}}}, []int{4, 64, 1024, 1024}, 4},
