@@ -90,7 +90,7 @@ func firstURL(args []string, scheme string) string {
 // urlAt is where in arg a URL of scheme starts: 0 for the URL itself, or
 // with flags (arg may be a flag: it comes before "--") the start of a
 // flag's value, after "=" (--out-dir=s3://…) or after a shorthand or a
-// run of them (-os3://…, -qos3://…); -1 for none. A local path holding
+// run of them (-os3://…, -o=s3://…, -qos3://…); -1 for none. A local path holding
 // the scheme's text further on (./s3://x, -o./s3://x) is no URL.
 func urlAt(arg, scheme string, flags bool) int {
 	if hasPrefixFold(arg, scheme) {
@@ -105,9 +105,10 @@ func urlAt(arg, scheme string, flags bool) int {
 		}
 		return -1
 	}
-	for i := 2; i < len(arg) && isLetter(arg[i-1]); i++ {
-		if hasPrefixFold(arg[i:], scheme) {
-			return i
+	for i := 1; i < len(arg) && isLetter(arg[i]); i++ {
+		v := strings.TrimPrefix(arg[i+1:], "=") // -o=s3://…
+		if hasPrefixFold(v, scheme) {
+			return len(arg) - len(v)
 		}
 	}
 	return -1
@@ -119,13 +120,25 @@ func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
+// companionURL is the first URL of any companion's scheme that args
+// name, built in or not; "" for none. Only such a run can have been
+// handed over, or need a companion.
+func companionURL(args []string) string {
+	for _, c := range companions {
+		if url := firstURL(args, c.scheme); url != "" {
+			return url
+		}
+	}
+	return ""
+}
+
 // checkHandOver refuses a run handed over (companionPath, the
 // DEPTHSPACE_COMPANION its parent set, is not "") by a depthspace whose
-// version, parentVersion, is not this program's: one line naming both. A
-// parent that set no version is older than this check, so of another
-// version too. A companion run directly, with neither variable set, is a
-// full program.
-func checkHandOver(parentVersion, companionPath string, args []string) error {
+// version, parentVersion, is not this program's: one line naming the URL
+// the run was handed over for and both versions. A parent that set no
+// version is older than this check, so of another version too. A
+// companion run directly, with neither variable set, is a full program.
+func checkHandOver(parentVersion, companionPath, url string) error {
 	if companionPath == "" || sameVersion(parentVersion, versionString()) {
 		return nil
 	}
@@ -133,22 +146,8 @@ func checkHandOver(parentVersion, companionPath string, args []string) error {
 	if parent == "" {
 		parent, install = "an earlier one, which names none", "the version `depthspace --version` gives"
 	}
-	url := ""
-	for _, c := range companions {
-		if url = firstURL(args, c.scheme); url != "" {
-			break
-		}
-	}
-	return fmt.Errorf("%s%s is version %s and depthspace is version %s: a companion serves only its own version; install the same one: %s",
-		orEmpty(url, ": "), filepath.Base(companionPath), versionString(), parent, install)
-}
-
-// orEmpty is s followed by sep, or "" for an empty s.
-func orEmpty(s, sep string) string {
-	if s == "" {
-		return ""
-	}
-	return s + sep
+	return fmt.Errorf("%s: %s is version %s and depthspace is version %s: a companion serves only its own version; install the same one: %s",
+		url, filepath.Base(companionPath), versionString(), parent, install)
 }
 
 // sameVersion compares versions as the two ways of installing give them:

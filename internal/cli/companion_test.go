@@ -56,6 +56,7 @@ func TestScanArgs(t *testing.T) {
 		{[]string{"info", "S3://B/in.npy"}, "S3://B/in.npy", false},
 		{[]string{"s2d", "in.npy", "-os3://b/out.npy"}, "s3://b/out.npy", false},
 		{[]string{"s2d", "-qos3://b/out.npy", "in.npy"}, "s3://b/out.npy", false},
+		{[]string{"s2d", "in.npy", "-o=S3://b/out.npy"}, "S3://b/out.npy", false},
 		{[]string{"s2d", "--out-dir=S3://b/o/", "in.npy"}, "S3://b/o/", false},
 		{[]string{"s2d", "--out-dir", "s3://b/o/", "in.npy"}, "s3://b/o/", false},
 		// After "--" every argument is a file: a URL is still one, a
@@ -76,6 +77,9 @@ func TestScanArgs(t *testing.T) {
 		{[]string{"s2d", "--", "-h"}, "", false},
 		{[]string{"info", "--", "--help", "s3://b/x"}, "s3://b/x", false},
 	} {
+		if got := companionURL(tc.args); got != tc.url {
+			t.Errorf("%q: companionURL %q, want %q", tc.args, got, tc.url)
+		}
 		c, url, help := scanArgs(tc.args, none)
 		if url != tc.url || help != tc.help || (c != nil) != (tc.url != "") {
 			t.Errorf("%q: companion %v, url %q, help %v: want url %q, help %v", tc.args, c, url, help, tc.url, tc.help)
@@ -96,13 +100,13 @@ func TestScanArgs(t *testing.T) {
 func TestCheckHandOver(t *testing.T) {
 	defer func(v string) { version = v }(version)
 	version = "1.4.2" // as a release build stamps it
-	args := []string{"s2d", "in.npy", "--out-dir=s3://b/o/"}
+	const url = "s3://b/o/"
 	const path = "/opt/bin/depthspace-s3"
 	for _, ok := range []struct{ parent, companion string }{
 		{"1.4.2", path}, {"v1.4.2", path}, // go install reports "v1.4.2"
 		{"", ""}, {"1.5.0", ""},
 	} {
-		if err := checkHandOver(ok.parent, ok.companion, args); err != nil {
+		if err := checkHandOver(ok.parent, ok.companion, url); err != nil {
 			t.Errorf("parent %q, companion %q: %v: want the run accepted", ok.parent, ok.companion, err)
 		}
 	}
@@ -112,7 +116,7 @@ func TestCheckHandOver(t *testing.T) {
 		"dev":                                  "s3://b/o/: depthspace-s3 is version 1.4.2 and depthspace is version dev: a companion serves only its own version; install the same one: go install ./cmd/depthspace-s3 in depthspace's source tree",
 		"":                                     "s3://b/o/: depthspace-s3 is version 1.4.2 and depthspace is version an earlier one, which names none: a companion serves only its own version; install the same one: the version `depthspace --version` gives",
 	} {
-		err := checkHandOver(parent, path, args)
+		err := checkHandOver(parent, path, url)
 		if err == nil || err.Error() != want {
 			t.Errorf("parent %q: %v\nwant %s", parent, err, want)
 		}

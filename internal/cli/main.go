@@ -22,15 +22,19 @@ var version = ""
 // none). It gives the exit status.
 func Main(stamped string) int {
 	version = stamped
-	// Before anything else, without allocating: a run handed over by
-	// depthspace of another version is refused, and a run naming a URL
-	// this build has no place for is its companion's (companion.go).
-	if err := checkHandOver(os.Getenv(versionEnv), os.Getenv(companionEnv), os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "depthspace: "+err.Error())
-		return exitError
-	}
-	if c, url, help := scanArgs(os.Args[1:], builtIn); c != nil && !(help && findCompanion(c.program) == "") {
-		return runCompanion(c, url, os.Args, os.Stderr)
+	// Before anything else, without allocating, and only for a run that
+	// names a URL of a companion's scheme (the first read of the
+	// environment copies it: 2.5% of a short run's CPU): a run handed
+	// over by depthspace of another version is refused, and a run naming
+	// a URL this build has no place for is its companion's (companion.go).
+	if url := companionURL(os.Args[1:]); url != "" {
+		if err := checkHandOver(os.Getenv(versionEnv), os.Getenv(companionEnv), url); err != nil {
+			fmt.Fprintln(os.Stderr, "depthspace: "+err.Error())
+			return exitError
+		}
+		if c, url, help := scanArgs(os.Args[1:], builtIn); c != nil && !(help && findCompanion(c.program) == "") {
+			return runCompanion(c, url, os.Args, os.Stderr)
+		}
 	}
 	// No allocation sampling: nothing reads the profile, and a sampled
 	// allocation costs a stack walk (perf: 2% of a run on a tiny file).
