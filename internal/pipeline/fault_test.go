@@ -21,7 +21,7 @@ import (
 // Faults below the command line, where they can be produced exactly: an
 // input truncated while it is mapped, and a full disk under every way Store
 // writes a result. The process-level versions (real signals, a real
-// binary) are in cmd/depthspace/reliability_test.go; docs/reliability.md
+// binary) are in internal/cli/reliability_test.go; docs/reliability.md
 // lists them all.
 
 func fileHash(t *testing.T, path string) [32]byte {

@@ -1,7 +1,7 @@
 // Package pipeline runs one job the way data flows through depthspace:
 // decode the input (package format), plan the permutation (package ops),
 // run the kernel and encode the output, reading and writing through package
-// fileio. Commands in cmd/depthspace fill an Options struct and call here.
+// fileio. Commands in internal/cli fill an Options struct and call here.
 package pipeline
 
 import (

@@ -271,10 +271,10 @@ def main():
     dml_text = (b"[[[[ 0, 18, 1, 19, 2, 20],\n[36, 54, 37, 55, 38, 56],\n[ 3, 21, 4, 22, 5, 23],\n[39, 57, 40, 58, 41, 59]],\n"
                 b"[[ 9, 27, 10, 28, 11, 29],\n[45, 63, 46, 64, 47, 65],\n[12, 30, 13, 31, 14, 32],\n[48, 66, 49, 67, 50, 68]]]]")
 
-    # FuzzCLIInput: variant bits (see variantArgs in cmd/depthspace/fuzz_test.go):
+    # FuzzCLIInput: variant bits (see variantArgs in internal/cli/fuzz_test.go):
     # 0-1 input name (npy, json, raw, sniffed), 2 d2s, 3-4 block (2, 1, 2x1, 3),
     # 5 stdout, 6 -j 2, 7 --to json.
-    c = Corpus("cmd/depthspace", "FuzzCLIInput")
+    c = Corpus("internal/cli", "FuzzCLIInput")
     c.add("dml-npy-s2d", B(npy(dml)), ("uint8", 0))
     c.add("dml-npy-s2d-stdout-j2", B(npy(dml)), ("uint8", 32 + 64))
     c.add("dml-npy-sniffed-tojson", B(npy(dml)), ("uint8", 3 + 128))
@@ -309,8 +309,8 @@ def main():
 
     # FuzzCLICommands: cmd bits 0-2 input name (npy, json, raw, sniffed, npz,
     # pb, npy read as json, json with --dtype uint8), 3-6 the command line
-    # (cliCommands in cmd/depthspace/fuzz_test.go), 7 standard input.
-    c = Corpus("cmd/depthspace", "FuzzCLICommands")
+    # (cliCommands in internal/cli/fuzz_test.go), 7 standard input.
+    c = Corpus("internal/cli", "FuzzCLICommands")
     ncmd = 16
     small = npy(dml)
     json_dml = dml_text

@@ -7,7 +7,7 @@ it is installed), on the inputs depthspace transformed.
                               compared byte for byte with np.load(output),
                               depthspace's own result
 
-Run by cmd/depthspace/interop8_test.go with /usr/bin/python3.
+Run by internal/cli/interop8_test.go with /usr/bin/python3.
 """
 import json
 import os

@@ -5,7 +5,7 @@
   numpy_peer.py check DIR  load every output with numpy.load and compare it,
                            byte for byte, with numpy's own reshape/transpose
 
-Run by cmd/depthspace/interop_test.go with Debian's /usr/bin/python3.
+Run by internal/cli/interop_test.go with Debian's /usr/bin/python3.
 """
 import json
 import os

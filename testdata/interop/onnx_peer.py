@@ -9,7 +9,7 @@
                            np.load and compare it with numpy's own
                            reshape/transpose of the input
 
-Run by cmd/depthspace/interop8_test.go with /usr/bin/python3.
+Run by internal/cli/interop8_test.go with /usr/bin/python3.
 """
 import json
 import os

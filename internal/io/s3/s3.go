@@ -1,9 +1,9 @@
 // Package s3 is the place s3://BUCKET/KEY (fileio.Place) over
 // internal/objstore: importing it registers the scheme. Plain depthspace
 // does not import it, so that net/http and a TLS stack cost nothing at
-// the start of every run: cmd/depthspace's s3.go (built with -tags s3,
-// the companion program depthspace-s3) and the tests that use objects
-// do (docs/objects.md).
+// the start of every run: the companion program depthspace-s3
+// (cmd/depthspace-s3), the all-in-one build (cmd/depthspace/s3.go, -tags
+// s3) and the tests that use objects do (docs/objects.md).
 package s3
 
 import (
