@@ -1,32 +1,51 @@
 #!/usr/bin/env bash
-# Objects (issue 25), side by side with rclone on the same S3 server:
-#   1. a prefix of 100 × 3 MiB npy objects bucket to bucket:
-#      depthspace s2d --out-dir s3://… s3://…/ against rclone copy, which
-#      between two buckets of one remote copies server side (it says
-#      "Copied (server-side copy)" under -vv; no bytes pass through it),
-#      so it is also run with that disabled (--disable Copy), and with
-#      --expect-continue-timeout 0 (rclone's HTTP client waits up to 1 s
-#      for a "100 Continue" that versitygw does not send before each body);
-#      and depthspace's peak RssAnon (sampled from /proc every 10 ms);
-#   2. one 256 MiB object bucket to bucket: depthspace s2d against
-#      rclone copyto (same variants);
-#   3. info of a 900 KiB npy object: the bytes the server sends,
-#      counted by a proxy.
-# versitygw (posix backend over a temporary directory on 127.0.0.1) is
-# started and stopped here; scripts/s3-e2e.sh installs it. Each command
-# runs RUNS times (default 5) after one warm-up; the median wall time is
-# printed, from /usr/bin/time.
+# Objects side by side with s5cmd and rclone, on one S3 server (versitygw,
+# posix backend over a temporary directory on 127.0.0.1) seen through
+# scripts/latencyproxy.py, which holds each answer DELAY ms as a server in
+# a remote region does (0 ms: the same path, nothing held):
+#   many: 1,000 npy objects of 1 MiB, prefix to prefix:
+#         depthspace s2d -b 2 --out-dir s3://dst/ds/ s3://src/many/
+#         against s5cmd's download of the prefix then upload of the files
+#         (one command after the other, its defaults: 256 workers), and
+#         rclone copy --disable Copy --expect-continue-timeout 0 (between
+#         two buckets of one remote rclone otherwise copies server side,
+#         no bytes passing through it; versitygw sends no "100 Continue",
+#         for which rclone's client would wait 1 s before each body);
+#   big:  one 1 GiB npy object, the same three (rclone copyto);
+#   info: info of a 900 KiB npy object, the bytes the server sends,
+#         counted by scripts/byteproxy.py.
+# The commands of a scenario run in turn, RUNS rounds (default 3) after
+# one warm-up round; each prints its median wall time (/usr/bin/time) and
+# depthspace's median ratio to each of the others, round by round (a
+# round's ratio is not moved by the machine slowing down between rounds).
+# Peak RssAnon (the largest single process of the command, sampled from
+# /proc every 20 ms) is read during the warm-up round.
 #
-# Usage: bench/s3.sh      (RUNS=N, KEEP=1 keeps the temp dir)
+# Usage: bench/s3.sh [many] [big] [info]   (all three when none is named)
+#   DELAYS="0 20" RUNS=3, KEEP=1 keeps the temp dir, S5CMD=path to use
+#   that s5cmd instead of building v2.3.0 into ~/.cache/depthspace-bench.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=/usr/bin/python3
-RUNS=${RUNS:-5}
+RUNS=${RUNS:-3}
+DELAYS=${DELAYS:-0 20}
+SCENARIOS=("$@")
+[ ${#SCENARIOS[@]} -gt 0 ] || SCENARIOS=(many big info)
 GOBIN=$(go env GOBIN)
 [ -n "$GOBIN" ] || GOBIN=$(go env GOPATH)/bin
 VGW=$GOBIN/versitygw
 [ -x "$VGW" ] || { echo "no $VGW: run scripts/s3-e2e.sh once (it installs versitygw)"; exit 2; }
 command -v rclone >/dev/null || { echo "rclone missing (apt-get install rclone)"; exit 2; }
+# s5cmd v2.3.0, built from its module: the Go proxy here does not serve
+# version lists, so `go install …@latest` cannot resolve it.
+S5=${S5CMD:-${XDG_CACHE_HOME:-$HOME/.cache}/depthspace-bench/s5cmd-v2.3.0}
+if ! [ -x "$S5" ]; then
+  echo "building s5cmd v2.3.0 into $S5"
+  scratch=$(mktemp -d /tmp/s5cmd-build.XXXXXX)
+  (cd "$scratch" && go mod init s5build >/dev/null 2>&1 && go get github.com/peak/s5cmd/v2@v2.3.0 >/dev/null 2>&1 &&
+    mkdir -p "$(dirname "$S5")" && go build -o "$S5" github.com/peak/s5cmd/v2)
+  rm -rf "$scratch"
+fi
 
 T=$(mktemp -d /tmp/depthspace-s3bench.XXXXXX)
 PIDS=()
@@ -35,92 +54,171 @@ cleanup() {
   if [ "${KEEP:-}" = 1 ]; then echo "kept $T"; else rm -rf "$T"; fi
 }
 trap cleanup EXIT
-mkdir -p "$T"/{gw,data}
-read -r PORT PROXY_PORT < <($PY -c '
-import socket
-ss = [socket.socket() for _ in range(2)]
+mkdir -p "$T"/{gw,data,s5}
+# the server, a byte-counting proxy, and one latency proxy per delay
+read -r PORT COUNT_PORT SLOW_PORTS < <($PY -c '
+import socket, sys
+ss = [socket.socket() for _ in range(2 + int(sys.argv[1]))]
 for s in ss: s.bind(("127.0.0.1", 0))
-print(*[s.getsockname()[1] for s in ss])')
+print(*[s.getsockname()[1] for s in ss])' "$(echo "$DELAYS" | wc -w)")
 KEY=benchkey SECRET=benchsecret$RANDOM
 ENDPOINT=http://127.0.0.1:$PORT
 ROOT_ACCESS_KEY_ID=$KEY ROOT_SECRET_ACCESS_KEY=$SECRET "$VGW" --port "127.0.0.1:$PORT" posix "$T/gw" >"$T/versitygw.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 100); do curl -s -o /dev/null "$ENDPOINT/" && break; sleep 0.1; done
+declare -A PROXY
+read -r -a ports <<<"$SLOW_PORTS"
+i=0
+for d in $DELAYS; do
+  $PY scripts/latencyproxy.py "${ports[$i]}" "$PORT" "$d" "$T/answers.$d" &
+  PIDS+=($!)
+  for _ in $(seq 50); do [ -f "$T/answers.$d" ] && break; sleep 0.1; done
+  PROXY[$d]=http://127.0.0.1:${ports[$i]}
+  i=$((i + 1))
+done
 
 go build -o "$T/depthspace" ./cmd/depthspace
 go build -tags s3 -o "$T/depthspace-s3" ./cmd/depthspace
 DS=$T/depthspace # as installed: s3:// runs exec depthspace-s3, found next to it
-export AWS_ACCESS_KEY_ID=$KEY AWS_SECRET_ACCESS_KEY=$SECRET AWS_ENDPOINT_URL=$ENDPOINT
+export AWS_ACCESS_KEY_ID=$KEY AWS_SECRET_ACCESS_KEY=$SECRET AWS_REGION=us-east-1
 export AWS_CONFIG_FILE=$T/none AWS_SHARED_CREDENTIALS_FILE=$T/none
-unset AWS_PROFILE AWS_SESSION_TOKEN AWS_ENDPOINT_URL_S3 AWS_REGION AWS_DEFAULT_REGION
-# rclone's remote, from the environment; AWS_CA_BUNDLE (set on some
-# machines) makes rclone's S3 client refuse its own transport.
+unset AWS_PROFILE AWS_SESSION_TOKEN AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 AWS_DEFAULT_REGION AWS_CA_BUNDLE
 touch "$T/rclone.conf"
-RC=(env -u AWS_CA_BUNDLE RCLONE_CONFIG=$T/rclone.conf RCLONE_CONFIG_VGW_TYPE=s3 RCLONE_CONFIG_VGW_PROVIDER=Other
-  RCLONE_CONFIG_VGW_ACCESS_KEY_ID=$KEY RCLONE_CONFIG_VGW_SECRET_ACCESS_KEY=$SECRET
-  RCLONE_CONFIG_VGW_ENDPOINT=$ENDPOINT RCLONE_CONFIG_VGW_REGION=us-east-1 rclone)
-for b in src dst rcl; do "${RC[@]}" mkdir "vgw:$b"; done
-
-$PY - "$T/data" <<'PYEOF'
-import sys, os, numpy as np
-d = sys.argv[1]
-rng = np.random.default_rng(3)
-for i in range(100):
-    p = os.path.join(d, "many", f"d{i % 4}", f"x{i:03d}.npy")
-    os.makedirs(os.path.dirname(p), exist_ok=True)
-    np.save(p, rng.random((3, 4, 256, 256), dtype=np.float32))  # 3 MiB
-np.save(os.path.join(d, "big.npy"), rng.random((1, 16, 2048, 2048), dtype=np.float32))  # 256 MiB
-np.save(os.path.join(d, "k900.npy"), rng.random(900 * 256, dtype=np.float32))  # 900 KiB
-PYEOF
-"$DS" convert --out-dir s3://src/many/ "$T/data/many" 2>/dev/null
-"$DS" convert "$T/data/big.npy" s3://src/big.npy
-"$DS" convert "$T/data/k900.npy" s3://src/k900.npy
-echo "server: versitygw posix on $ENDPOINT; $(rclone version | head -n1); depthspace $(git describe --always --dirty)"
-"${RC[@]}" copy -vv vgw:src/many vgw:rcl/probe 2>&1 | grep -m1 -o "Copied (server-side copy)" |
-  sed 's/^/rclone copy between buckets of one remote: /' || true
-
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-# time_it NAME CMD...: median wall seconds of RUNS runs after a warm-up
-time_it() {
-  local name=$1
+rc() { # ENDPOINT ARGS...: rclone with remote vgw: at ENDPOINT, from the environment
+  local ep=$1
   shift
-  "$@" >/dev/null 2>&1 || { echo "$name: failed: $*"; "$@" 2>&1 | tail -3; return 1; }
-  for _ in $(seq "$RUNS"); do
-    /usr/bin/time -f "%e" -o "$T/t" "$@" >/dev/null 2>&1
-    cat "$T/t"
-  done | median | xargs printf "%-58s %6.2f s (median of $RUNS)\n" "$name"
+  env RCLONE_CONFIG="$T/rclone.conf" RCLONE_CONFIG_VGW_TYPE=s3 RCLONE_CONFIG_VGW_PROVIDER=Other \
+    RCLONE_CONFIG_VGW_ACCESS_KEY_ID=$KEY RCLONE_CONFIG_VGW_SECRET_ACCESS_KEY=$SECRET \
+    RCLONE_CONFIG_VGW_ENDPOINT="$ep" RCLONE_CONFIG_VGW_REGION=us-east-1 rclone "$@"
 }
-# rss_anon CMD...: the peak RssAnon of CMD, sampled every 10 ms
-rss_anon() {
-  "$@" >/dev/null 2>&1 &
-  local pid=$! peak=0 v
-  while kill -0 $pid 2>/dev/null; do
-    v=$(awk '/^RssAnon/ {print $2}' /proc/$pid/status 2>/dev/null || echo 0)
-    [ -n "$v" ] && [ "$v" -gt "$peak" ] && peak=$v
-    sleep 0.01
+for b in src dst; do rc "$ENDPOINT" mkdir "vgw:$b"; done
+echo "server: versitygw posix on $ENDPOINT; $(rclone version | head -n1); s5cmd v2.3.0 ($S5); depthspace $(git describe --always --dirty)"
+echo "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start"
+
+has() { local s; for s in "${SCENARIOS[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
+
+# rss_peak PID: the peak RssAnon (KiB) of the largest single process of
+# PID's tree, sampled until PID ends.
+rss_peak() {
+  $PY - "$1" <<'PYEOF'
+import os, sys, time
+root, peak = int(sys.argv[1]), 0
+def status(pid):
+    try:
+        return open(f"/proc/{pid}/status").read()
+    except OSError:
+        return ""
+while True:
+    s = status(root)
+    if not s or "\nState:\tZ" in s:
+        break
+    parent = {}
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                parent[int(p)] = int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    tree = {root}
+    for p in parent:  # descendants: follow each parent chain up to root
+        chain, q = [], p
+        while q in parent and q not in tree and q > 1:
+            chain.append(q)
+            q = parent[q]
+        if q in tree:
+            tree.update(chain)
+    for p in tree:
+        for line in status(p).splitlines():
+            if line.startswith("RssAnon:"):
+                peak = max(peak, int(line.split()[1]))
+    time.sleep(0.02)
+print(peak)
+PYEOF
+}
+
+# compare TITLE NAME=CMD...: RUNS rounds of the commands in turn after a
+# warm-up round (peak RssAnon read then); the first is depthspace.
+compare() {
+  local title=$1
+  shift
+  local names=() cmds=() i r
+  for nc in "$@"; do names+=("${nc%%=*}"); cmds+=("${nc#*=}"); done
+  echo "--- $title"
+  for i in "${!cmds[@]}"; do
+    bash -c "${cmds[$i]}" >"$T/out" 2>&1 &
+    local pid=$!
+    local peak
+    peak=$(rss_peak $pid)
+    wait $pid || { echo "${names[$i]}: failed: ${cmds[$i]}"; tail -3 "$T/out"; return 1; }
+    echo "$((peak / 1024))" >"$T/rss.$i"
+    : >"$T/times.$i"
   done
-  wait $pid
-  echo "$((peak / 1024)) MiB"
+  for r in $(seq "$RUNS"); do
+    for i in "${!cmds[@]}"; do
+      /usr/bin/time -f "%e" -o "$T/t" bash -c "${cmds[$i]}" >/dev/null 2>&1 || { echo "${names[$i]}: failed in round $r"; return 1; }
+      cat "$T/t" >>"$T/times.$i"
+    done
+  done
+  for i in "${!cmds[@]}"; do
+    printf "  %-10s %7.2f s (median of %d; %s s)  peak RssAnon %5d MiB   %s\n" "${names[$i]}" \
+      "$(sort -n "$T/times.$i" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')" "$RUNS" \
+      "$(paste -sd' ' "$T/times.$i")" "$(cat "$T/rss.$i")" "${cmds[$i]//$T/\$T}"
+  done
+  for i in "${!cmds[@]}"; do
+    [ "$i" = 0 ] && continue
+    printf "  %s / %s: %.2f (median of the rounds' ratios)\n" "${names[0]}" "${names[$i]}" \
+      "$(paste "$T/times.0" "$T/times.$i" | awk '{print $1 / $2}' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')"
+  done
 }
 
-echo "--- 1. 100 × 3 MiB npy objects, bucket to bucket"
-time_it "depthspace s2d -b 2 --out-dir s3://dst/s2d/ s3://src/many/" "$DS" s2d -b 2 --out-dir s3://dst/s2d/ s3://src/many/
-time_it "rclone copy -I (server-side copy)" "${RC[@]}" copy -I vgw:src/many vgw:rcl/a
-time_it "rclone copy -I --disable Copy" "${RC[@]}" copy -I --disable Copy vgw:src/many vgw:rcl/b
-time_it "rclone copy -I --disable Copy --expect-continue-timeout 0" "${RC[@]}" copy -I --disable Copy --expect-continue-timeout 0 vgw:src/many vgw:rcl/c
-echo "depthspace peak RssAnon: $(rss_anon "$DS" s2d -b 2 --out-dir s3://dst/s2d/ s3://src/many/)"
+if has many || has big; then
+  $PY - "$T/data" "$(has many && echo 1 || echo 0)" "$(has big && echo 1 || echo 0)" <<'PYEOF'
+import sys, os, numpy as np
+d, many, big = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
+rng = np.random.default_rng(31)
+if many:
+    for i in range(1000):
+        p = os.path.join(d, "many", f"d{i % 4}", f"x{i:04d}.npy")
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        np.save(p, rng.random((1, 4, 256, 256), dtype=np.float32))  # 1 MiB
+if big:
+    m = np.lib.format.open_memmap(os.path.join(d, "big.npy"), "w+", np.float32, (1, 16, 4096, 4096))  # 1 GiB
+    for c in range(16):
+        m[0, c] = rng.random((4096, 4096), dtype=np.float32)
+    m.flush()
+PYEOF
+  has many && "$S5" --endpoint-url "$ENDPOINT" cp "$T/data/many/*" s3://src/many/ >/dev/null
+  has big && "$S5" --endpoint-url "$ENDPOINT" cp "$T/data/big.npy" s3://src/big.npy >/dev/null
+  rm -rf "$T/data"
+fi
 
-echo "--- 2. one 256 MiB object, bucket to bucket"
-time_it "depthspace s2d -b 2 s3://src/big.npy -o s3://dst/big.npy" "$DS" s2d -b 2 s3://src/big.npy -o s3://dst/big.npy
-time_it "rclone copyto -I (server-side copy)" "${RC[@]}" copyto -I vgw:src/big.npy vgw:rcl/big1.npy
-time_it "rclone copyto -I --disable Copy" "${RC[@]}" copyto -I --disable Copy vgw:src/big.npy vgw:rcl/big2.npy
-time_it "rclone copyto -I --disable Copy --expect-continue-timeout 0" "${RC[@]}" copyto -I --disable Copy --expect-continue-timeout 0 vgw:src/big.npy vgw:rcl/big3.npy
-echo "depthspace peak RssAnon: $(rss_anon "$DS" s2d -b 2 s3://src/big.npy -o s3://dst/big.npy)"
+for d in $DELAYS; do
+  EP=${PROXY[$d]}
+  S5E="$S5 --endpoint-url $EP"
+  RC="env RCLONE_CONFIG=$T/rclone.conf RCLONE_CONFIG_VGW_TYPE=s3 RCLONE_CONFIG_VGW_PROVIDER=Other RCLONE_CONFIG_VGW_ACCESS_KEY_ID=$KEY RCLONE_CONFIG_VGW_SECRET_ACCESS_KEY=$SECRET RCLONE_CONFIG_VGW_ENDPOINT=$EP RCLONE_CONFIG_VGW_REGION=us-east-1 rclone"
+  if has many; then
+    compare "1,000 npy objects of 1 MiB, prefix to prefix, each answer held $d ms" \
+      "depthspace=AWS_ENDPOINT_URL=$EP $DS s2d -b 2 --out-dir s3://dst/ds/ s3://src/many/" \
+      "s5cmd=rm -rf $T/s5/many && $S5E cp 's3://src/many/*' $T/s5/many/ && $S5E cp '$T/s5/many/*' s3://dst/s5/" \
+      "rclone=$RC copy -I --disable Copy --expect-continue-timeout 0 vgw:src/many vgw:dst/rclone"
+  fi
+  if has big; then
+    compare "one 1 GiB npy object, each answer held $d ms" \
+      "depthspace=AWS_ENDPOINT_URL=$EP $DS s2d -b 2 s3://src/big.npy -o s3://dst/ds-big.npy" \
+      "s5cmd=rm -f $T/s5/big.npy && $S5E cp s3://src/big.npy $T/s5/big.npy && $S5E cp $T/s5/big.npy s3://dst/s5-big.npy" \
+      "rclone=$RC copyto -I --disable Copy --expect-continue-timeout 0 vgw:src/big.npy vgw:dst/rclone-big.npy"
+  fi
+  echo "  answers held by the $d ms proxy so far: $(cat "$T/answers.$d")"
+done
 
-echo "--- 3. info of a 900 KiB npy object"
-$PY scripts/byteproxy.py "$PROXY_PORT" "$PORT" "$T/count" &
-PIDS+=($!)
-for _ in $(seq 50); do [ -f "$T/count" ] && break; sleep 0.1; done
-AWS_ENDPOINT_URL=http://127.0.0.1:$PROXY_PORT "$DS" info s3://src/k900.npy >/dev/null
-sleep 0.2
-echo "depthspace info s3://src/k900.npy (921,728 bytes): $(cat "$T/count") bytes from the server, headers included"
+if has info; then
+  echo "--- info of a 900 KiB npy object"
+  $PY -c 'import sys, numpy as np; np.save(sys.argv[1], np.random.default_rng(3).random(900 * 256, dtype=np.float32))' "$T/k900.npy"
+  AWS_ENDPOINT_URL=$ENDPOINT "$DS" convert "$T/k900.npy" s3://src/k900.npy
+  $PY scripts/byteproxy.py "$COUNT_PORT" "$PORT" "$T/count" &
+  PIDS+=($!)
+  for _ in $(seq 50); do [ -f "$T/count" ] && break; sleep 0.1; done
+  AWS_ENDPOINT_URL=http://127.0.0.1:$COUNT_PORT "$DS" info s3://src/k900.npy >/dev/null
+  sleep 0.2
+  echo "  depthspace info s3://src/k900.npy (921,728 bytes): $(cat "$T/count") bytes from the server, headers included"
+fi

@@ -113,3 +113,173 @@ func TestSlurmArraysCoverTheList(t *testing.T) {
 		}
 	}
 }
+
+func TestShardAutoValue(t *testing.T) {
+	for s, want := range map[string]bool{
+		"auto": true, "AUTO": true, " auto ": true, "auto/8": true, "auto/": true, "Auto/x": true,
+		"3/16": false, "": false, "automatic": false, "autox/2": false,
+	} {
+		if got := ShardAutoValue(s); got != want {
+			t.Errorf("ShardAutoValue(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+func TestShardAutoSchedulers(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		want Shard
+		from string
+	}{
+		{"Slurm", slurmEnv(6, 0, 6, 2), Shard{3, 4}, "SLURM_ARRAY_TASK_ID=6 MIN=0 MAX=6 STEP=2 COUNT=4"},
+		{"AWS Batch first", map[string]string{"AWS_BATCH_JOB_ARRAY_INDEX": "0", "AWS_BATCH_JOB_ARRAY_SIZE": "10"}, Shard{0, 10}, "AWS_BATCH_JOB_ARRAY_INDEX=0 SIZE=10"},
+		{"AWS Batch last", map[string]string{"AWS_BATCH_JOB_ARRAY_INDEX": "9", "AWS_BATCH_JOB_ARRAY_SIZE": "10"}, Shard{9, 10}, "AWS_BATCH_JOB_ARRAY_INDEX=9 SIZE=10"},
+		{"Google Cloud Batch", map[string]string{"BATCH_TASK_INDEX": "2", "BATCH_TASK_COUNT": "4"}, Shard{2, 4}, "BATCH_TASK_INDEX=2 COUNT=4"},
+		{"Google Cloud Batch, one task", map[string]string{"BATCH_TASK_INDEX": "0", "BATCH_TASK_COUNT": "1"}, Shard{0, 1}, "BATCH_TASK_INDEX=0 COUNT=1"},
+		// qsub -t 1-4: tasks 1…4.
+		{"Grid Engine", sgeEnv("3", "1", "4", "1"), Shard{2, 4}, "SGE_TASK_ID=3 FIRST=1 LAST=4 STEPSIZE=1"},
+		// qsub -t 1-10:4 runs 1, 5 and 9: 10 is never reached.
+		{"Grid Engine, strided", sgeEnv("9", "1", "10", "4"), Shard{2, 3}, "SGE_TASK_ID=9 FIRST=1 LAST=10 STEPSIZE=4"},
+		{"Grid Engine, strided to LAST", sgeEnv("10", "2", "10", "4"), Shard{2, 3}, "SGE_TASK_ID=10 FIRST=2 LAST=10 STEPSIZE=4"},
+		// Grid Engine sets "undefined" outside an array: not a scheduler here.
+		{"Grid Engine plain job beside AWS Batch", merge(sgeEnv("undefined", "undefined", "undefined", "undefined"),
+			map[string]string{"AWS_BATCH_JOB_ARRAY_INDEX": "1", "AWS_BATCH_JOB_ARRAY_SIZE": "2"}), Shard{1, 2}, "AWS_BATCH_JOB_ARRAY_INDEX=1 SIZE=2"},
+		// An index without its count is not a scheduler for plain auto.
+		{"Slurm in an Indexed Job's pod", merge(slurmEnv(2, 1, 2, 1), map[string]string{"JOB_COMPLETION_INDEX": "5"}), Shard{1, 2}, "SLURM_ARRAY_TASK_ID=2 MIN=1 MAX=2 STEP=1 COUNT=2"},
+	} {
+		got, from, err := ShardAuto("auto", getenv(c.env))
+		if err != nil || got != c.want || from != c.from {
+			t.Errorf("%s: %v from %q, %v; want %v from %q", c.name, got, from, err, c.want, c.from)
+		}
+	}
+}
+
+func sgeEnv(id, first, last, step string) map[string]string {
+	return map[string]string{"SGE_TASK_ID": id, "SGE_TASK_FIRST": first, "SGE_TASK_LAST": last, "SGE_TASK_STEPSIZE": step}
+}
+
+func merge(a, b map[string]string) map[string]string {
+	m := map[string]string{}
+	for k, v := range a {
+		m[k] = v
+	}
+	for k, v := range b {
+		m[k] = v
+	}
+	return m
+}
+
+func TestShardAutoIndexedJob(t *testing.T) {
+	for _, c := range []struct {
+		value, index string
+		want         Shard
+	}{
+		{"auto/8", "0", Shard{0, 8}},
+		{"auto/8", "7", Shard{7, 8}},
+		{"AUTO/ 1", "0", Shard{0, 1}},
+	} {
+		got, from, err := ShardAuto(c.value, getenv(map[string]string{"JOB_COMPLETION_INDEX": c.index}))
+		if err != nil || got != c.want || from != "JOB_COMPLETION_INDEX="+c.index {
+			t.Errorf("%s with index %s: %v from %q, %v; want %v", c.value, c.index, got, from, err, c.want)
+		}
+	}
+	// auto/N is the Indexed Job's alone: another scheduler's variables
+	// beside it are not read.
+	env := merge(slurmEnv(1, 1, 4, 1), map[string]string{"JOB_COMPLETION_INDEX": "3"})
+	if got, _, err := ShardAuto("auto/5", getenv(env)); err != nil || got != (Shard{3, 5}) {
+		t.Errorf("auto/5 beside Slurm: %v, %v", got, err)
+	}
+}
+
+func TestShardAutoRefuses(t *testing.T) {
+	for _, c := range []struct {
+		name, value string
+		env         map[string]string
+		want        string // the whole error
+	}{
+		{"nothing", "auto", nil, "--shard auto: not a task of a job array: none of SLURM_ARRAY_TASK_ID, AWS_BATCH_JOB_ARRAY_INDEX, BATCH_TASK_INDEX, SGE_TASK_ID is set (Slurm, AWS Batch, Google Cloud Batch, Grid Engine); in a Kubernetes Indexed Job give --shard auto/N, elsewhere --shard K/N"},
+		{"Grid Engine, not an array", "auto", sgeEnv("undefined", "undefined", "undefined", "undefined"), "--shard auto: not a task of a job array: none of SLURM_ARRAY_TASK_ID, AWS_BATCH_JOB_ARRAY_INDEX, BATCH_TASK_INDEX, SGE_TASK_ID is set (Slurm, AWS Batch, Google Cloud Batch, Grid Engine); in a Kubernetes Indexed Job give --shard auto/N, elsewhere --shard K/N"},
+		{"Indexed Job without N", "auto", map[string]string{"JOB_COMPLETION_INDEX": "3"}, "--shard auto: JOB_COMPLETION_INDEX=3 is a Kubernetes Indexed Job's index, which comes without the count: give --shard auto/N, N the Job's completions"},
+		{"two schedulers", "auto", merge(slurmEnv(1, 1, 2, 1), map[string]string{"AWS_BATCH_JOB_ARRAY_INDEX": "0", "AWS_BATCH_JOB_ARRAY_SIZE": "3"}),
+			"--shard auto: variables of more than one scheduler are set, Slurm (SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_MAX=2 SLURM_ARRAY_TASK_STEP=1 SLURM_ARRAY_TASK_COUNT=2) and AWS Batch (AWS_BATCH_JOB_ARRAY_INDEX=0 AWS_BATCH_JOB_ARRAY_SIZE=3): not guessing which numbers this task; give --shard K/N"},
+		{"AWS Batch without SIZE", "auto", map[string]string{"AWS_BATCH_JOB_ARRAY_INDEX": "1"}, "--shard auto: AWS Batch: AWS_BATCH_JOB_ARRAY_SIZE not set"},
+		{"AWS Batch index past SIZE", "auto", map[string]string{"AWS_BATCH_JOB_ARRAY_INDEX": "4", "AWS_BATCH_JOB_ARRAY_SIZE": "4"}, "--shard auto: AWS_BATCH_JOB_ARRAY_INDEX=4 SIZE=4: the index must be below the count"},
+		{"Google Batch count 0", "auto", map[string]string{"BATCH_TASK_INDEX": "0", "BATCH_TASK_COUNT": "0"}, "--shard auto: BATCH_TASK_INDEX=0 COUNT=0: the count must be at least 1"},
+		{"Google Batch not a number", "auto", map[string]string{"BATCH_TASK_INDEX": "two", "BATCH_TASK_COUNT": "4"}, `--shard auto: Google Cloud Batch: BATCH_TASK_INDEX="two" is not a whole number`},
+		{"Grid Engine off the step", "auto", sgeEnv("4", "1", "10", "4"), "--shard auto: SGE_TASK_ID=4 FIRST=1 LAST=10 STEPSIZE=4: the task ID is not FIRST plus a multiple of STEPSIZE"},
+		{"Grid Engine past LAST", "auto", sgeEnv("11", "1", "10", "1"), "--shard auto: SGE_TASK_ID=11 FIRST=1 LAST=10 STEPSIZE=1: the task ID is not from FIRST to LAST"},
+		{"Grid Engine below FIRST", "auto", sgeEnv("1", "2", "10", "1"), "--shard auto: SGE_TASK_ID=1 FIRST=2 LAST=10 STEPSIZE=1: the task ID is not from FIRST to LAST"},
+		{"Grid Engine step 0", "auto", sgeEnv("1", "1", "10", "0"), "--shard auto: SGE_TASK_ID=1 FIRST=1 LAST=10 STEPSIZE=0: STEPSIZE must be at least 1"},
+		{"Grid Engine LAST below FIRST", "auto", sgeEnv("5", "5", "4", "1"), "--shard auto: SGE_TASK_ID=5 FIRST=5 LAST=4 STEPSIZE=1: LAST is below FIRST"},
+		{"Grid Engine partly undefined", "auto", sgeEnv("3", "1", "undefined", "1"), "--shard auto: Grid Engine: SGE_TASK_LAST not set"},
+		{"Indexed Job, no index", "auto/4", nil, "--shard auto/4: JOB_COMPLETION_INDEX not set (a Kubernetes Job with completionMode: Indexed sets it)"},
+		{"Indexed Job, index past N", "auto/4", map[string]string{"JOB_COMPLETION_INDEX": "4"}, "--shard auto/4: JOB_COMPLETION_INDEX=4 is not below N=4: N must be the Job's completions"},
+		{"Indexed Job, bad index", "auto/4", map[string]string{"JOB_COMPLETION_INDEX": "-1"}, `--shard auto/4: JOB_COMPLETION_INDEX="-1" is not a whole number`},
+		{"Indexed Job, N 0", "auto/0", map[string]string{"JOB_COMPLETION_INDEX": "0"}, `--shard "auto/0": want auto/N, N the Job's completions (at least 1)`},
+		{"Indexed Job, no N", "auto/", map[string]string{"JOB_COMPLETION_INDEX": "0"}, `--shard "auto/": want auto/N, N the Job's completions (at least 1)`},
+	} {
+		s, _, err := ShardAuto(c.value, getenv(c.env))
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s: %v, %v\nwant %s", c.name, s, err, c.want)
+		}
+	}
+}
+
+// Every task of an array of each scheduler gets a different K, and the
+// shards together cover every item of lists of 0…60 items exactly once.
+func TestAutoArraysCoverTheList(t *testing.T) {
+	arrays := map[string]func(tasks int) []map[string]string{
+		"AWS Batch": func(tasks int) (envs []map[string]string) {
+			for i := 0; i < tasks; i++ {
+				envs = append(envs, map[string]string{"AWS_BATCH_JOB_ARRAY_INDEX": strconv.Itoa(i), "AWS_BATCH_JOB_ARRAY_SIZE": strconv.Itoa(tasks)})
+			}
+			return envs
+		},
+		"Google Cloud Batch": func(tasks int) (envs []map[string]string) {
+			for i := 0; i < tasks; i++ {
+				envs = append(envs, map[string]string{"BATCH_TASK_INDEX": strconv.Itoa(i), "BATCH_TASK_COUNT": strconv.Itoa(tasks)})
+			}
+			return envs
+		},
+		// qsub -t 3-LAST:2 with LAST one past the last task run, as
+		// Grid Engine allows.
+		"Grid Engine": func(tasks int) (envs []map[string]string) {
+			last := 3 + (tasks-1)*2 + 1
+			for id := 3; id <= last; id += 2 {
+				envs = append(envs, sgeEnv(strconv.Itoa(id), "3", strconv.Itoa(last), "2"))
+			}
+			return envs
+		},
+	}
+	for name, array := range arrays {
+		for tasks := 1; tasks <= 6; tasks++ {
+			envs := array(tasks)
+			if len(envs) != tasks {
+				t.Fatalf("%s: %d environments for %d tasks", name, len(envs), tasks)
+			}
+			for size := 0; size <= 60; size++ {
+				seen := make([]int, size)
+				for _, env := range envs {
+					s, _, err := ShardAuto("auto", getenv(env))
+					if err != nil {
+						t.Fatalf("%s, %d tasks: %v", name, tasks, err)
+					}
+					if s.N != tasks {
+						t.Fatalf("%s, %d tasks: N = %d", name, tasks, s.N)
+					}
+					for i := 0; i < size; i++ {
+						if s.Owns(i) {
+							seen[i]++
+						}
+					}
+				}
+				for i, n := range seen {
+					if n != 1 {
+						t.Fatalf("%s, %d tasks over %d items: item %d done %d times", name, tasks, size, i, n)
+					}
+				}
+			}
+		}
+	}
+}

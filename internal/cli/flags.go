@@ -155,7 +155,7 @@ func registerCompletions(cmd *cobra.Command) {
 	_ = cmd.RegisterFlagCompletionFunc("block", fixed("2", "3", "4", "2x2", "2x3"))
 	_ = cmd.RegisterFlagCompletionFunc("dtype", fixed(strings.Fields("float32 float16 bfloat16 float64 int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool complex64 complex128")...))
 	_ = cmd.RegisterFlagCompletionFunc("progress", fixed("auto\ta bar when stderr is a terminal", "always\ta bar, or plain lines when stderr is not a terminal", "never\tonly the summary"))
-	_ = cmd.RegisterFlagCompletionFunc("shard", fixed("auto\tK and N from a Slurm job array")) // K/N: nothing to offer, and not a file
+	_ = cmd.RegisterFlagCompletionFunc("shard", fixed("auto\tK and N from the job array (Slurm, AWS Batch, Google Cloud Batch, Grid Engine)")) // K/N: nothing to offer, and not a file
 	_ = cmd.RegisterFlagCompletionFunc("out-dir", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return nil, cobra.ShellCompDirectiveFilterDirs
 	})

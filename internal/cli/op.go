@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"strings"
 
 	"github.com/depthspace/depthspace/internal/batch"
 	"github.com/depthspace/depthspace/internal/ops"
@@ -145,7 +144,7 @@ type batchFlags struct {
 
 func (b *batchFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&b.outDir, "out-dir", "", "batch: write each INPUT's result under `DIR`, relative paths kept (created if missing)")
-	fl.StringVar(&b.shard, "shard", "", "batch: do only shard `K/N` of the sorted file list (0 <= K < N), for N processes or machines; auto: K and N from a Slurm job array's SLURM_ARRAY_TASK_* variables")
+	fl.StringVar(&b.shard, "shard", "", "batch: do only shard `K/N` of the sorted file list (0 <= K < N), for N processes or machines; auto: K and N from the job array's variables (Slurm, AWS Batch, Google Cloud Batch, Grid Engine); auto/N: K from a Kubernetes Indexed Job's JOB_COMPLETION_INDEX")
 	fl.BoolVar(&b.skipExisting, "skip-existing", false, "batch: skip files whose output exists (outputs are atomic, so complete): resume")
 	fl.StringVar(&b.progress, "progress", "auto", "batch: progress on stderr: auto (a bar on a terminal), always (plain lines elsewhere), never")
 	fl.BoolVar(&b.json, "json", false, "batch: one JSON record per file on stdout, then a summary record")
@@ -274,8 +273,8 @@ func (f *batchFlags) run(job pipeline.Options, args []string, s *streams) error 
 		SkipExisting: f.skipExisting, Stderr: s.err,
 	}
 	switch {
-	case strings.EqualFold(strings.TrimSpace(f.shard), "auto"):
-		if opts.Shard, opts.ShardFrom, err = batch.ShardFromSlurm(os.Getenv); err != nil {
+	case batch.ShardAutoValue(f.shard):
+		if opts.Shard, opts.ShardFrom, err = batch.ShardAuto(f.shard, os.Getenv); err != nil {
 			return err
 		}
 	case f.shard != "":
