@@ -3,6 +3,7 @@ package fileio
 import (
 	"errors"
 	"io"
+	"iter"
 	"os"
 	"strings"
 	"sync"
@@ -49,9 +50,22 @@ type Place interface {
 	// IsDir says whether name is walked like a directory: by its form,
 	// or because no object has that name but some are below it.
 	IsDir(name string) bool
-	// List is every object below the directory name (whatever Parse
-	// said), by Rel, their path below it with '/', in byte order.
-	List(name string) ([]Entry, error)
+	// List yields every object below the directory name (whatever Parse
+	// said), by Rel, their path below it with '/', in byte order, as the
+	// server sends them: a page at a time, never the whole listing held.
+	// An error ends it.
+	List(name string) iter.Seq2[Entry, error]
+}
+
+// ObjectOptions are the run's choices for every place: set from the
+// command line before the first object is named.
+var ObjectOptions struct {
+	// Anonymous: requests are sent unsigned (--no-sign-request).
+	Anonymous bool
+	// Transfers is how many object transfers a run keeps in flight
+	// (--io-jobs): objects fetched ahead of the workers, and the ranged
+	// GETs and parts of one big object.
+	Transfers int
 }
 
 // Entry is an object of a listing: its name (a URL of the place), its

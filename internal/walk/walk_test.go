@@ -2,6 +2,7 @@ package walk
 
 import (
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -74,13 +75,24 @@ func TestCheckRel(t *testing.T) {
 			t.Errorf("%q refused: %v", rel, err)
 		}
 	}
-	l := objectList(0, []fileio.Entry{
-		{Name: "s3://b/data/ok.npy", Rel: "ok.npy"}, {Name: "s3://b/data/../../escaped.npy", Rel: "../../escaped.npy"}})
+	l := objectList(0, "s3://b/data/", entries(
+		fileio.Entry{Name: "s3://b/data/ok.npy", Rel: "ok.npy"}, fileio.Entry{Name: "s3://b/data/../../escaped.npy", Rel: "../../escaped.npy"}))
 	var got []string
 	for it, ok := l.next(); ok; it, ok = l.next() {
 		got = append(got, fmt.Sprint(it.Rel, " ", it.Err != nil))
 	}
 	if strings.Join(got, ",") != "ok.npy false,../../escaped.npy true" {
 		t.Errorf("listing: %v", got)
+	}
+}
+
+// entries is a listing of these entries, as a place yields it.
+func entries(es ...fileio.Entry) iter.Seq2[fileio.Entry, error] {
+	return func(yield func(fileio.Entry, error) bool) {
+		for _, e := range es {
+			if !yield(e, nil) {
+				return
+			}
+		}
 	}
 }

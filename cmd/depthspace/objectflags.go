@@ -1,0 +1,20 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	fileio "github.com/depthspace/depthspace/internal/io"
+)
+
+// defaultIOJobs is how many object transfers a run keeps in flight by
+// default: enough to hide a remote region's round trips behind each
+// other (docs/objects.md, "Objects in flight", says how it was chosen).
+const defaultIOJobs = 32
+
+// objectFlags are the flags of runs that name s3:// URLs, on every
+// command (persistent: info, compare and help take them as s2d does).
+func objectFlags(root *cobra.Command) {
+	fl := root.PersistentFlags()
+	fl.BoolVar(&fileio.ObjectOptions.Anonymous, "no-sign-request", false, "s3://: send requests unsigned, to read a public bucket without credentials (as the AWS CLI's flag)")
+	fl.IntVar(&fileio.ObjectOptions.Transfers, "io-jobs", defaultIOJobs, "s3://: object transfers in flight at once (`N`): inputs fetched ahead of the -j workers, outputs uploading; apart from -j, which counts CPU threads")
+}
