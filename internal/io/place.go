@@ -272,7 +272,26 @@ func (o *Output) commitObject(err error) error {
 	if err != nil {
 		return unwrapPath(err)
 	}
-	return o.place.Upload(o.Name, o.f, fi.Size())
+	if err := o.place.Upload(o.Name, o.f, fi.Size()); err != nil {
+		return err
+	}
+	uploaded.Store(o.Name, fi.Size())
+	return nil
+}
+
+// uploaded are the sizes of the objects this run has uploaded, until
+// UploadedSize is asked for them.
+var uploaded sync.Map // name -> int64
+
+// UploadedSize is the size of the object name as this run uploaded it,
+// once (the entry is then forgotten): a batch's record says how much it
+// wrote without asking the server again (a HEAD after every PUT).
+func UploadedSize(name string) (int64, bool) {
+	v, ok := uploaded.LoadAndDelete(name)
+	if !ok {
+		return 0, false
+	}
+	return v.(int64), true
 }
 
 // ObjectExists says whether an object is there (a HEAD request), for

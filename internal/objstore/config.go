@@ -20,6 +20,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 )
 
 // Options are the choices a run makes beyond the AWS configuration.
@@ -70,7 +71,9 @@ func load(ctx context.Context, o Options) (aws.Config, error) {
 	if hc == nil {
 		hc = httpClient()
 	}
-	opts := []func(*config.LoadOptions) error{config.WithHTTPClient(hc)}
+	// The SDK's log lines (an IMDS fallback, a skipped checksum) are not
+	// the run's: its errors say what failed, in one line.
+	opts := []func(*config.LoadOptions) error{config.WithHTTPClient(hc), config.WithLogger(logging.Nop{})}
 	if o.Anonymous {
 		opts = append(opts, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"hash/crc32"
@@ -15,6 +16,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -46,8 +48,11 @@ type fakeS3 struct {
 	// completeFail: so many CompleteMultipartUpload calls answered 200
 	// with an InternalError in the body first.
 	completeFail int
-	aborted      int
-	log          []string
+	// revive: so many AbortMultipartUpload calls leave the upload there,
+	// as a part stored after the abort brings it back.
+	revive  int
+	aborted int
+	log     []string
 }
 
 type fakeUpload struct {
@@ -208,7 +213,11 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		fmt.Fprintf(w, `<ListPartsResult><UploadId>%s</UploadId></ListPartsResult>`, q.Get("uploadId"))
 	case r.Method == "DELETE" && q.Has("uploadId"):
-		delete(f.uploads, q.Get("uploadId"))
+		if f.revive > 0 {
+			f.revive--
+		} else {
+			delete(f.uploads, q.Get("uploadId"))
+		}
 		f.aborted++
 		w.WriteHeader(http.StatusNoContent)
 	case r.Method == "PUT":
@@ -285,6 +294,7 @@ func isolate(t *testing.T) string {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(home, ".aws", "config"))
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(home, ".aws", "credentials"))
 	return home
@@ -628,5 +638,59 @@ func TestCustomEndpointChecksums(t *testing.T) {
 	}
 	if string(f.objects["bkt/k"]) != "some bytes" {
 		t.Errorf("stored %q", f.objects["bkt/k"])
+	}
+}
+
+// A part stored after the abort brings the upload back: it is aborted
+// again until ListParts says it is gone.
+func TestAbortRepeatedUntilGone(t *testing.T) {
+	defer func(p int64) { partSize = p }(partSize)
+	partSize = 1 << 20
+	f := newFake(t)
+	f.failPart, f.revive = 2, 2
+	s := fakeStore(t, f, f.creds)
+	data := bytes.Repeat([]byte("x"), 3<<20)
+	if err := s.Upload(context.Background(), URL{"bkt", "big.bin"}, tempWith(t, data), int64(len(data))); err == nil {
+		t.Fatal("a refused part: no error")
+	}
+	if len(f.uploads) != 0 || f.aborted != 3 {
+		t.Errorf("%d uploads left after %d aborts, want none after 3", len(f.uploads), f.aborted)
+	}
+}
+
+// An upload that a run of this host left behind (its process is gone) is
+// aborted by the next upload of the same key; one of a process still
+// running, or of another key, is not.
+func TestLeftBehindUploadAborted(t *testing.T) {
+	f := newFake(t)
+	s := fakeStore(t, f, f.creds)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for id, e := range map[string]journalEntry{
+		"dead":      {Key: "k.npy", PID: dead.Process.Pid},
+		"live":      {Key: "k.npy", PID: os.Getppid()},
+		"other-key": {Key: "other.npy", PID: dead.Process.Pid},
+	} {
+		f.uploads[id] = &fakeUpload{key: e.Key, started: time.Now(), parts: map[int][]byte{}}
+		e.Endpoint, e.Bucket, e.ID, e.Host = s.endpoint, "bkt", id, hostName()
+		b, _ := json.Marshal(e)
+		write(t, e.file(journal()), string(b))
+	}
+	if err := s.Upload(context.Background(), URL{"bkt", "k.npy"}, tempWith(t, []byte("new")), 3); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for id := range f.uploads {
+		left = append(left, id)
+	}
+	sort.Strings(left)
+	if strings.Join(left, " ") != "live other-key" {
+		t.Errorf("uploads left: %v, want live other-key", left)
+	}
+	files, _ := os.ReadDir(journal())
+	if len(files) != 2 {
+		t.Errorf("%d journal files, want 2 (the dead upload's forgotten)", len(files))
 	}
 }

@@ -164,9 +164,11 @@ func partSizeFor(size int64) int64 {
 // completed at the end. On a failure, or AbortAll (a signal), the parts
 // in flight are cancelled and waited for, then the upload is aborted and
 // checked gone (abortFully): neither an object nor an upload is left
-// behind. Only uploads this run started are ever aborted: another run
+// behind. Only uploads this run started are aborted, and those that a
+// run of this host that is over left behind (journal.go): another run
 // may be writing the same key.
 func (s *Store) Upload(ctx context.Context, u URL, f *os.File, size int64) error {
+	s.abortLeftBehind(ctx, u) // journal.go: uploads of runs that are over
 	if size <= partSize {
 		return s.put(ctx, u, f, size)
 	}
@@ -285,6 +287,7 @@ func (s *Store) begin(ctx context.Context, u URL, cancel context.CancelFunc, par
 		return nil, err
 	}
 	up := &upload{s: s, u: u, id: id, cancel: cancel, parts: parts}
+	s.record(u, id)
 	listMu.Lock()
 	uploads[up] = true
 	listMu.Unlock()
@@ -292,6 +295,7 @@ func (s *Store) begin(ctx context.Context, u URL, cancel context.CancelFunc, par
 }
 
 func (up *upload) finish() {
+	up.s.forget(up.u, up.id)
 	listMu.Lock()
 	delete(uploads, up)
 	listMu.Unlock()
@@ -302,8 +306,14 @@ func (up *upload) finish() {
 func (up *upload) abort() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	up.abortFully(ctx)
-	up.finish()
+	if up.abortFully(ctx) {
+		up.finish()
+		return
+	}
+	// Not seen gone: its journal file is kept, for the next run.
+	listMu.Lock()
+	delete(uploads, up)
+	listMu.Unlock()
 }
 
 // abortTries bounds abortFully: so many aborts, each checked.
@@ -315,18 +325,19 @@ const abortTries = 5
 // documentation says to abort again until it is gone (versitygw did this
 // here under SIGINT: a part written after the abort left the upload
 // listed). It stops when the server cannot be asked (gone, or the
-// context ended).
-func (up *upload) abortFully(ctx context.Context) {
+// context ended), and says whether the upload was seen gone.
+func (up *upload) abortFully(ctx context.Context) bool {
 	for try := 0; try < abortTries && ctx.Err() == nil; try++ {
 		_ = up.s.abortUpload(ctx, up.u, up.id)
 		gone, err := up.s.uploadGone(ctx, up.u, up.id)
 		if gone || err != nil {
-			return
+			return gone
 		}
 		if sleep(ctx, 100*time.Millisecond<<try) != nil {
-			return
+			return false
 		}
 	}
+	return false
 }
 
 // AbortAll aborts every multipart upload in flight, at once, waiting at
@@ -365,7 +376,9 @@ func AbortAll() {
 			case <-stopped:
 			case <-time.After(time.Second):
 			}
-			up.abortFully(ctx)
+			if up.abortFully(ctx) {
+				up.s.forget(up.u, up.id)
+			}
 		}()
 	}
 	wg.Wait()
