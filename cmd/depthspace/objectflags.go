@@ -9,7 +9,7 @@ import (
 // defaultIOJobs is how many object transfers a run keeps in flight by
 // default: enough to hide a remote region's round trips behind each
 // other (docs/objects.md, "Objects in flight", says how it was chosen).
-const defaultIOJobs = 32
+const defaultIOJobs = 16
 
 // objectFlags are the flags of runs that name s3:// URLs, on every
 // command (persistent: info, compare and help take them as s2d does).
