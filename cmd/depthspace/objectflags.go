@@ -16,5 +16,5 @@ const defaultIOJobs = 16
 func objectFlags(root *cobra.Command) {
 	fl := root.PersistentFlags()
 	fl.BoolVar(&fileio.ObjectOptions.Anonymous, "no-sign-request", false, "s3://: send requests unsigned, to read a public bucket without credentials (as the AWS CLI's flag)")
-	fl.IntVar(&fileio.ObjectOptions.Transfers, "io-jobs", defaultIOJobs, "s3://: object transfers in flight at once (`N`): inputs fetched ahead of the -j workers, outputs uploading; apart from -j, which counts CPU threads")
+	fl.IntVar(&fileio.ObjectOptions.Transfers, "io-jobs", defaultIOJobs, "s3://: files a batch keeps in flight (`N`), downloading, computing or uploading; apart from -j, which counts CPU threads")
 }

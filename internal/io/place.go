@@ -62,9 +62,9 @@ type Place interface {
 var ObjectOptions struct {
 	// Anonymous: requests are sent unsigned (--no-sign-request).
 	Anonymous bool
-	// Transfers is how many object transfers a run keeps in flight
-	// (--io-jobs): objects fetched ahead of the workers, and the ranged
-	// GETs and parts of one big object.
+	// Transfers is how many files a batch that reads or writes objects
+	// keeps in flight (--io-jobs), apart from -j's CPU threads: while
+	// some are computed, the others download or upload.
 	Transfers int
 }
 
