@@ -10,8 +10,8 @@ import (
 	"testing"
 )
 
-// Anonymous access is a choice, --no-sign-request (on every command, as
-// the AWS CLI names it): without it and without credentials a run fails
+// Anonymous access is a choice, --no-sign-request (on every command that
+// reads tensors, as the AWS CLI names it): without it and without credentials a run fails
 // in one line naming the flag, instead of sending unsigned requests; with
 // it, requests go unsigned even when credentials are set. The server
 // here refuses any signed request, as a public bucket's policy need not,
@@ -50,7 +50,7 @@ func TestNoSignRequest(t *testing.T) {
 		t.Errorf("no credentials, no flag: exit %d, %q; want 2 and one line naming --no-sign-request", code, stderr)
 	}
 	for _, e := range [][]string{env, append(env, "AWS_ACCESS_KEY_ID=AKIA", "AWS_SECRET_ACCESS_KEY=s")} {
-		for _, args := range [][]string{{"info", "--no-sign-request", "s3://pub/x.npy"}, {"--no-sign-request", "s2d", "-b", "2", "s3://pub/x.npy", "-o", "-"}} {
+		for _, args := range [][]string{{"info", "--no-sign-request", "s3://pub/x.npy"}, {"s2d", "-b", "2", "s3://pub/x.npy", "--no-sign-request", "-o", "-"}} {
 			code, stdout, stderr := runProgram(t, bin, e, args...)
 			if code != 0 || stdout == "" {
 				t.Errorf("%q with %d variables: exit %d, %q", args, len(e), code, stderr)

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	fileio "github.com/depthspace/depthspace/internal/io"
 )
@@ -12,9 +12,8 @@ import (
 const defaultIOJobs = 16
 
 // objectFlags are the flags of runs that name s3:// URLs, on every
-// command (persistent: info, compare and help take them as s2d does).
-func objectFlags(root *cobra.Command) {
-	fl := root.PersistentFlags()
+// command that reads tensors (inputFlags.register).
+func objectFlags(fl *pflag.FlagSet) {
 	fl.BoolVar(&fileio.ObjectOptions.Anonymous, "no-sign-request", false, "s3://: send requests unsigned, to read a public bucket without credentials (as the AWS CLI's flag)")
 	fl.IntVar(&fileio.ObjectOptions.Transfers, "io-jobs", defaultIOJobs, "s3://: files a batch keeps in flight (`N`), downloading, computing or uploading; apart from -j, which counts CPU threads")
 }

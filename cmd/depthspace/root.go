@@ -93,7 +93,6 @@ func newRoot(s *streams, subs []subcommand) *cobra.Command {
 	root.SetOut(s.out)
 	root.SetErr(s.err)
 	versionFlag(root)
-	objectFlags(root)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%v (see '%s --help')", err, c.CommandPath())
 	})
