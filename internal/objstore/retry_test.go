@@ -247,3 +247,38 @@ func TestUploadMemoryBounded(t *testing.T) {
 		t.Logf("an upload of %d MiB allocated %.1f MiB", size>>20, float64(alloc)/(1<<20))
 	}
 }
+
+// A listing is a stream of pages: the first object comes after one page
+// was asked for, and keys out of byte order are an error, not a walk in
+// another order.
+func TestListPaged(t *testing.T) {
+	f := newFake(t)
+	f.pageMax = 2
+	for _, k := range []string{"p/a.npy", "p/b.npy", "p/c.npy", "p/d.npy", "p/e.npy"} {
+		f.objects["bkt/"+k] = []byte("x")
+	}
+	s := fakeStore(t, f, f.creds)
+	var got []string
+	for o, err := range s.List(context.Background(), URL{Bucket: "bkt", Key: "p/"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, o.Rel)
+		if len(got) == 1 && len(f.log) != 1 {
+			t.Errorf("%d requests before the first object, want 1", len(f.log))
+		}
+	}
+	if strings.Join(got, " ") != "a.npy b.npy c.npy d.npy e.npy" || len(f.log) != 3 {
+		t.Errorf("listed %q in %d requests", got, len(f.log))
+	}
+	unsorted := testStore(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>p/b.npy</Key><Size>1</Size></Contents><Contents><Key>p/a.npy</Key><Size>1</Size></Contents></ListBucketResult>`)
+	}))
+	var last error
+	for _, err := range unsorted.List(context.Background(), URL{Bucket: "bkt", Key: "p/"}) {
+		last = err
+	}
+	if last == nil || !strings.Contains(last.Error(), "not in byte-wise key order") {
+		t.Errorf("an unsorted listing: %v", last)
+	}
+}

@@ -96,3 +96,30 @@ func entries(es ...fileio.Entry) iter.Seq2[fileio.Entry, error] {
 		}
 	}
 }
+
+// A prefix's listing is pulled as the walk goes, not read whole first:
+// the first item comes after one entry was asked for, and a listing of
+// any length is never held (the walk stops pulling when it stops).
+func TestObjectListPulled(t *testing.T) {
+	pulled := 0
+	seq := func(yield func(fileio.Entry, error) bool) {
+		for i := 0; ; i++ {
+			pulled++
+			rel := fmt.Sprintf("%09d.npy", i)
+			if !yield(fileio.Entry{Name: "s3://b/p/" + rel, Rel: rel, Size: 1}, nil) {
+				return
+			}
+		}
+	}
+	l := objectList(0, "s3://b/p/", seq)
+	for i := range 3 {
+		it, ok := l.next()
+		if !ok || it.Rel != fmt.Sprintf("%09d.npy", i) {
+			t.Fatalf("item %d: %v %v", i, it, ok)
+		}
+		if pulled != i+1 {
+			t.Fatalf("after %d items, %d entries pulled", i+1, pulled)
+		}
+	}
+	l.close()
+}
