@@ -200,6 +200,13 @@ func (s *Store) getRange(ctx context.Context, u URL, off, n int64, read func(r i
 			return fmt.Errorf("the server sent no usable Content-Range for a ranged GET (%q)", aws.ToString(out.ContentRange))
 		}
 		err = read(io.LimitReader(out.Body, n), size)
+		if err == nil {
+			// The body read to its end, so that its connection is kept
+			// for the next request: net/http drops a connection whose
+			// body is closed before EOF is seen, and a new one costs a
+			// round trip (two more with TLS).
+			_, _ = io.Copy(io.Discard, io.LimitReader(out.Body, 64<<10))
+		}
 		out.Body.Close()
 		if err == nil || ctx.Err() != nil || try >= retries || !transient(err) {
 			break

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -280,5 +281,56 @@ func TestListPaged(t *testing.T) {
 	}
 	if last == nil || !strings.Contains(last.Error(), "not in byte-wise key order") {
 		t.Errorf("an unsorted listing: %v", last)
+	}
+}
+
+// chunked answers a ranged GET of a 1 MiB object in chunks (no
+// Content-Length), as a server streaming from its disk does: the end of
+// the body is a last chunk that comes after the bytes asked for.
+type chunked struct{}
+
+func (chunked) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	const size = 1 << 20
+	var first, last int
+	fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-%d", &first, &last)
+	last = min(last, size-1)
+	w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", first, last, size))
+	w.WriteHeader(http.StatusPartialContent)
+	for n := last - first + 1; n > 0; n -= 64 << 10 {
+		w.Write(make([]byte, min(n, 64<<10)))
+		w.(http.Flusher).Flush()
+	}
+}
+
+// Reads keep their connection for the next request: a body is read to
+// its end before it is closed (net/http drops a connection whose body
+// is closed before its end is seen, and a new one costs a round trip to
+// the server, two more with TLS).
+func TestConnectionsKept(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(chunked{})
+	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	isolate(t)
+	t.Setenv("AWS_ENDPOINT_URL_S3", srv.URL)
+	t.Setenv("AWS_ACCESS_KEY_ID", "k")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
+	s, err := New(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	for range 5 {
+		if _, _, err := s.ReadFirst(context.Background(), URL{Bucket: "bkt", Key: "k"}, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("5 reads opened %d connections, want 1", n)
 	}
 }
