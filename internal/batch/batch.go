@@ -179,7 +179,8 @@ func Run(opts Options) (*Summary, error) {
 	defer q.stop()
 	r := &runner{opts: opts, q: q, pending: map[int]finished{},
 		rep: newReporter(opts.Stderr, opts.Progress, opts.ProgressInterval, files, bytes)}
-	r.threads, r.free = threads, threads
+	slots := ioSlots(opts, threads) // objects.go: files in flight
+	r.threads, r.free = slots, slots
 	r.cond = sync.NewCond(&r.mu)
 	cachePlans(&r.opts.Job)
 	r.opts.Job.FreshDir = fresh
@@ -204,7 +205,7 @@ func Run(opts Options) (*Summary, error) {
 	// a batch of small files) and takes the next file once its share of
 	// the threads is free.
 	var wg sync.WaitGroup
-	for range threads {
+	for range slots {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -375,7 +376,7 @@ func (r *runner) transform(it item, threads int, counted *atomic.Int64) (rec Rec
 		r.dirs.Store(dir, true)
 	}
 	job := r.opts.Job
-	job.Path, job.Output, job.Threads = it.input, it.output, threads
+	job.Path, job.Output, job.Threads = it.input, it.output, min(threads, max(1, r.opts.Threads))
 	job.Stdin, job.Stream = nil, false
 	job.Stdout, job.StdoutTTY = io.Discard, false
 	// Progress counts tensor data bytes, the totals file sizes: a JSON
@@ -450,9 +451,13 @@ func errorText(err error, input string) string {
 }
 
 // outputSize is the size of a complete output, in place: what was
-// written (an object's from one HEAD); 0 if it cannot be known.
+// written (an object's as this run uploaded it, else from one HEAD); 0
+// if it cannot be known.
 func outputSize(name string) int64 {
 	if isObject(name) {
+		if size, ok := fileio.UploadedSize(name); ok {
+			return size
+		}
 		_, size, err := fileio.Head(name, 0)
 		if err != nil {
 			return 0

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
+	"iter"
 	"os"
 	"sort"
 	"strings"
@@ -91,11 +92,26 @@ func (m *memPlace) IsDir(name string) bool {
 	if dir, _ := m.Parse(name); dir {
 		return true
 	}
-	entries, _ := m.List(name)
+	entries, _ := m.list(name)
 	return len(entries) > 0
 }
 
-func (m *memPlace) List(name string) ([]fileio.Entry, error) {
+func (m *memPlace) List(name string) iter.Seq2[fileio.Entry, error] {
+	return func(yield func(fileio.Entry, error) bool) {
+		entries, err := m.list(name)
+		if err != nil {
+			yield(fileio.Entry{}, err)
+			return
+		}
+		for _, e := range entries {
+			if !yield(e, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (m *memPlace) list(name string) ([]fileio.Entry, error) {
 	if b, _ := m.bucketKey(name); b != "b" {
 		return nil, errors.New("no such bucket")
 	}

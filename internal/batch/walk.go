@@ -72,10 +72,11 @@ type lister struct {
 }
 
 // outDirSet is one directory of the outputs being written: the output
-// names taken in it so far, and by which inputs.
+// names taken in it that a later input could still take, and by which
+// inputs (names.go).
 type outDirSet struct {
 	dir  string
-	seen map[string]string
+	seen takenNames
 }
 
 // newLister starts the walk of inputs. It fails, before any work, for a
@@ -102,14 +103,13 @@ func (l *lister) next() (item, bool) {
 	name := OutputName(it.rel, l.to)
 	it.output = outputPath(l.outDir, name) // a path, or an object under an s3:// prefix
 	set := l.dirSet(path.Dir(name))
-	if other, dup := set.seen[name]; dup {
+	if other, dup := set.seen.take(name, it.rel, it.input); dup {
 		it.err = &pipeline.PathError{Path: it.output, Err: fmt.Errorf(
 			"would be the output of both %s and %s (inputs with the same relative path); not written: run them in separate batches or to separate --out-dir",
 			other, it.input)}
 		it.output = ""
 		return it, true
 	}
-	set.seen[name] = it.input
 	return it, true
 }
 
@@ -124,7 +124,7 @@ func (l *lister) dirSet(dir string) *outDirSet {
 		l.open = l.open[:len(l.open)-1]
 	}
 	if len(l.open) == 0 || l.open[len(l.open)-1].dir != dir {
-		l.open = append(l.open, outDirSet{dir: dir, seen: map[string]string{}})
+		l.open = append(l.open, outDirSet{dir: dir})
 	}
 	return &l.open[len(l.open)-1]
 }

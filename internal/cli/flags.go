@@ -31,6 +31,7 @@ func (f *inputFlags) register(fl *pflag.FlagSet, member string) {
 	fl.StringVar(&f.dtype, "dtype", "", "element type of raw input or a bare JSON array (float32, uint8, f4, >i2, bfloat16, FLOAT16, ...)")
 	fl.StringVar(&f.shape, "shape", "", "shape of raw input, as D1,D2,...")
 	fl.StringArrayVar(&f.members, "member", nil, "in a container input ("+strings.Join(format.Names(format.IsContainerFormat), ", ")+"), "+member+" (a glob, repeatable)")
+	objectFlags(fl) // objectflags.go: --no-sign-request, --io-jobs
 }
 
 // source fills how a job's inputs are read.

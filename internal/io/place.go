@@ -3,6 +3,7 @@ package fileio
 import (
 	"errors"
 	"io"
+	"iter"
 	"os"
 	"strings"
 	"sync"
@@ -49,9 +50,22 @@ type Place interface {
 	// IsDir says whether name is walked like a directory: by its form,
 	// or because no object has that name but some are below it.
 	IsDir(name string) bool
-	// List is every object below the directory name (whatever Parse
-	// said), by Rel, their path below it with '/', in byte order.
-	List(name string) ([]Entry, error)
+	// List yields every object below the directory name (whatever Parse
+	// said), by Rel, their path below it with '/', in byte order, as the
+	// server sends them: a page at a time, never the whole listing held.
+	// An error ends it.
+	List(name string) iter.Seq2[Entry, error]
+}
+
+// ObjectOptions are the run's choices for every place: set from the
+// command line before the first object is named.
+var ObjectOptions struct {
+	// Anonymous: requests are sent unsigned (--no-sign-request).
+	Anonymous bool
+	// Transfers is how many files a batch that reads or writes objects
+	// keeps in flight (--io-jobs), apart from -j's CPU threads: while
+	// some are computed, the others download or upload.
+	Transfers int
 }
 
 // Entry is an object of a listing: its name (a URL of the place), its
@@ -258,7 +272,26 @@ func (o *Output) commitObject(err error) error {
 	if err != nil {
 		return unwrapPath(err)
 	}
-	return o.place.Upload(o.Name, o.f, fi.Size())
+	if err := o.place.Upload(o.Name, o.f, fi.Size()); err != nil {
+		return err
+	}
+	uploaded.Store(o.Name, fi.Size())
+	return nil
+}
+
+// uploaded are the sizes of the objects this run has uploaded, until
+// UploadedSize is asked for them.
+var uploaded sync.Map // name -> int64
+
+// UploadedSize is the size of the object name as this run uploaded it,
+// once (the entry is then forgotten): a batch's record says how much it
+// wrote without asking the server again (a HEAD after every PUT).
+func UploadedSize(name string) (int64, bool) {
+	v, ok := uploaded.LoadAndDelete(name)
+	if !ok {
+		return 0, false
+	}
+	return v.(int64), true
 }
 
 // ObjectExists says whether an object is there (a HEAD request), for

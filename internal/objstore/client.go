@@ -2,35 +2,35 @@ package objstore
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
-// Store is a client of one S3 endpoint: our own, over net/http (see
-// docs/objects.md: a client library cost every run of the tool, S3 or
-// not, its start-up time and half the binary).
+// Store is a client of S3 or of one S3-compatible server: the SDK's
+// client, with what the transfers add (per-bucket regions, pinned reads,
+// one-line errors).
 type Store struct {
-	hc       *http.Client
-	scheme   string // "http" or "https"
-	host     string // "127.0.0.1:7070" or "s3.amazonaws.com"
-	aws      bool   // AWS itself: virtual-host addressing, regions per bucket
-	creds    Creds
+	c        *s3.Client
 	region   string
-	endpoint string // for error messages: "http://127.0.0.1:7070" or "s3.amazonaws.com"
+	custom   bool   // a configured endpoint: an S3-compatible server, one region
+	endpoint string // for error messages: "http://127.0.0.1:7070" or "AWS S3"
 
-	mu      sync.Mutex
-	regions map[string]string // AWS: a bucket's region, as AWS named it
+	// regions are the buckets' own regions, as AWS named them when asked
+	// in another (bucket -> region).
+	regions sync.Map
 
 	// pins are the ETags of objects being read (ReadFirst): the rest of
 	// the object is asked for with If-Match, so that an object replaced
@@ -39,10 +39,9 @@ type Store struct {
 	pins sync.Map // URL -> ETag
 }
 
-// retries is how many times a request that failed transiently (a 5xx, a
-// timeout, a reset or refused connection, a body that breaks off) is
-// tried again, with exponential backoff (backoff). A dead server is then
-// reported within about 2 s per request, not minutes.
+// retries is how many times a ranged GET whose body broke off (a reset,
+// a server gone mid-transfer) is asked for again; the SDK's retryer
+// retries the requests themselves (AWS_RETRY_MODE, AWS_MAX_ATTEMPTS).
 const retries = 5
 
 var (
@@ -51,90 +50,67 @@ var (
 	defaultErr   error
 )
 
-// Default is the client built from this process's environment, made
-// once, on first use: a run that names no s3:// URL never reads the AWS
-// files.
-func Default() (*Store, error) {
+// Default is the client built from this process's environment and o,
+// made once, on first use: a run that names no s3:// URL never reads the
+// AWS files.
+func Default(o Options) (*Store, error) {
 	defaultOnce.Do(func() {
-		cfg, err := LoadConfig(os.Getenv)
-		if err != nil {
-			defaultErr = err
-			return
-		}
-		defaultStore, defaultErr = New(cfg, os.Getenv)
+		defaultStore, defaultErr = New(context.Background(), o)
 	})
 	return defaultStore, defaultErr
 }
 
-// New builds a client from cfg.
-func New(cfg *Config, getenv func(string) string) (*Store, error) {
-	host, secure, pathStyle, err := cfg.Host()
+// New builds a client from the AWS configuration (load) and o.
+func New(ctx context.Context, o Options) (*Store, error) {
+	cfg, err := load(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	creds, err := Credentials(cfg, getenv)
-	if err != nil {
-		return nil, err
+	c := s3.NewFromConfig(cfg, clientOptions)
+	s := &Store{c: c, region: cfg.Region, endpoint: "AWS S3 (" + cfg.Region + ")"}
+	if ep := c.Options().BaseEndpoint; ep != nil && *ep != "" {
+		s.custom, s.endpoint = true, strings.TrimSuffix(*ep, "/")
 	}
-	tr := &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
-		// An unreachable endpoint is said so in seconds, a stalled server
-		// (no response headers) in 30 s.
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ResponseHeaderTimeout: 30 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		// Connections are kept and reused: up to 8 transfers at once, and
-		// the batch's workers, each with its own.
-		MaxIdleConns:        256,
-		MaxIdleConnsPerHost: 64,
-		IdleConnTimeout:     time.Minute,
-		// Bodies are sent at once: no "Expect: 100-continue" is sent, so
-		// no wait for an answer that some servers never give.
-		// Ranged GETs must come as stored, not gzip-decoded.
-		DisableCompression: true,
+	return s, nil
+}
+
+// call runs op against bucket in the bucket's region: on AWS, a bucket
+// asked in another region is answered with its own
+// (X-Amz-Bucket-Region), which is kept for the bucket and asked again
+// once. op must build its request anew each time (bodies from their
+// start).
+func call[T any](s *Store, bucket string, op func(...func(*s3.Options)) (T, error)) (T, error) {
+	out, err := op(s.regionOf(bucket)...)
+	if s.redirected(bucket, err) {
+		out, err = op(s.regionOf(bucket)...)
 	}
-	if secure {
-		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	return out, err
+}
+
+func (s *Store) regionOf(bucket string) []func(*s3.Options) {
+	if r, ok := s.regions.Load(bucket); ok {
+		return []func(*s3.Options){func(o *s3.Options) { o.Region = r.(string) }}
 	}
-	if cfg.CABundle != "" {
-		pem, err := os.ReadFile(cfg.CABundle)
-		if err != nil {
-			return nil, fmt.Errorf("AWS_CA_BUNDLE: %w", err)
-		}
-		pool, _ := x509.SystemCertPool()
-		if pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("AWS_CA_BUNDLE %s: no PEM certificates in it", cfg.CABundle)
-		}
-		if tr.TLSClientConfig != nil {
-			tr.TLSClientConfig.RootCAs = pool
-		}
+	return nil
+}
+
+// redirected says whether err is AWS naming another region for bucket
+// than the one asked, and keeps it.
+func (s *Store) redirected(bucket string, err error) bool {
+	var re *smithyhttp.ResponseError
+	if s.custom || err == nil || !errors.As(err, &re) || re.Response == nil {
+		return false
 	}
-	region := cfg.Region
-	if region == "" {
-		// An S3-compatible server takes any; AWS names a bucket's own in
-		// its answer, which is then asked again (Store.do).
-		region = "us-east-1"
+	r := re.Response.Header.Get("X-Amz-Bucket-Region")
+	asked := s.region
+	if v, ok := s.regions.Load(bucket); ok {
+		asked = v.(string)
 	}
-	scheme := "http"
-	if secure {
-		scheme = "https"
+	if r == "" || r == asked {
+		return false
 	}
-	ep := host
-	if cfg.Endpoint != "" {
-		ep = strings.TrimSuffix(cfg.Endpoint, "/")
-	}
-	return &Store{
-		hc: &http.Client{
-			Transport: tr,
-			// A signed request is never sent elsewhere.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
-		scheme: scheme, host: host, aws: !pathStyle, creds: creds, region: region, endpoint: ep,
-		regions: map[string]string{},
-	}, nil
+	s.regions.Store(bucket, r)
+	return true
 }
 
 // Info is what HEAD says of an object.
@@ -145,27 +121,26 @@ type Info struct {
 
 // Stat asks the server for an object's size (HEAD).
 func (s *Store) Stat(ctx context.Context, u URL) (Info, error) {
-	resp, err := s.do(ctx, &call{method: http.MethodHead, bucket: u.Bucket, key: u.Key})
+	out, err := call(s, u.Bucket, func(o ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
+		return s.c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &u.Bucket, Key: &u.Key}, o...)
+	})
 	if err != nil {
 		return Info{}, s.describe(err)
 	}
-	resp.Body.Close()
-	return Info{Size: resp.ContentLength, ETag: resp.Header.Get("ETag")}, nil
+	return Info{Size: aws.ToInt64(out.ContentLength), ETag: aws.ToString(out.ETag)}, nil
 }
 
 // Exists says whether the object is there (HEAD): a missing key is
 // false, any other failure an error.
 func (s *Store) Exists(ctx context.Context, u URL) (bool, error) {
-	resp, err := s.do(ctx, &call{method: http.MethodHead, bucket: u.Bucket, key: u.Key})
+	_, err := s.Stat(ctx, u)
 	if err == nil {
-		resp.Body.Close()
 		return true, nil
 	}
-	var r *ResponseError
-	if errors.As(err, &r) && r.StatusCode == http.StatusNotFound && r.Code != "NoSuchBucket" {
+	if e := (*Error)(nil); errors.As(err, &e) && e.Status == http.StatusNotFound && e.Code != "NoSuchBucket" {
 		return false, nil
 	}
-	return false, s.describe(err)
+	return false, err
 }
 
 // ReadFirst reads the object's first bytes into p (all of p, or the
@@ -183,7 +158,7 @@ func (s *Store) ReadFirst(ctx context.Context, u URL, p []byte) (n int, size int
 		n, err = io.ReadFull(r, p[:min(int64(len(p)), total)])
 		return err
 	})
-	if r := (*ResponseError)(nil); errors.As(err, &r) && r.StatusCode == http.StatusRequestedRangeNotSatisfiable {
+	if e := (*Error)(nil); errors.As(err, &e) && e.Status == http.StatusRequestedRangeNotSatisfiable {
 		// An empty object has no byte 0.
 		info, err := s.Stat(ctx, u)
 		return 0, info.Size, err
@@ -193,46 +168,52 @@ func (s *Store) ReadFirst(ctx context.Context, u URL, p []byte) (n int, size int
 
 // getRange GETs bytes [off, off+n) and hands the body to read, with the
 // object's size (from Content-Range; the body is shorter than n when the
-// object ends before off+n). A body
-// that breaks off (a reset, a server gone mid-transfer) is asked for
-// again, from the start of the range, up to retries times with backoff;
-// read must start over each time (ranges written by position do).
+// object ends before off+n). A body that breaks off (a reset, a server
+// gone mid-transfer) is asked for again, from the start of the range, up
+// to retries times with backoff; read must start over each time (ranges
+// written by position do).
 func (s *Store) getRange(ctx context.Context, u URL, off, n int64, read func(r io.Reader, size int64) error) error {
 	var err error
 	for try := 0; ; try++ {
-		c := &call{method: http.MethodGet, bucket: u.Bucket, key: u.Key,
-			header: http.Header{"Range": {fmt.Sprintf("bytes=%d-%d", off, off+n-1)}}}
+		in := &s3.GetObjectInput{Bucket: &u.Bucket, Key: &u.Key, Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1))}
 		etag, pinned := s.pins.Load(u)
 		if pinned {
-			c.header.Set("If-Match", etag.(string))
+			in.IfMatch = aws.String(etag.(string))
 		}
-		var resp *http.Response
-		resp, err = s.do(ctx, c)
-		if r := (*ResponseError)(nil); pinned && errors.As(err, &r) && r.StatusCode == http.StatusPreconditionFailed {
-			return &Error{Msg: fmt.Sprintf("the object changed while it was read (it no longer has the ETag %s of its first bytes)", etag), Err: err}
-		}
+		var out *s3.GetObjectOutput
+		out, err = call(s, u.Bucket, func(o ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+			return s.c.GetObject(ctx, in, o...)
+		})
 		if err != nil {
-			// do retried what could be retried.
-			return s.describe(err)
+			err = s.describe(err)
+			if e := (*Error)(nil); pinned && errors.As(err, &e) && e.Status == http.StatusPreconditionFailed {
+				return &Error{Msg: fmt.Sprintf("the object changed while it was read (it no longer has the ETag %s of its first bytes)", etag), Err: err}
+			}
+			return err // the SDK retried what could be retried
 		}
-		body, h := resp.Body, resp.Header
-		if e := h.Get("ETag"); !pinned && e != "" {
+		if e := aws.ToString(out.ETag); !pinned && e != "" {
 			s.pins.Store(u, e)
 		}
-		size, ok := contentRangeSize(h.Get("Content-Range"))
+		size, ok := contentRangeSize(aws.ToString(out.ContentRange))
 		if !ok {
-			body.Close()
-			return fmt.Errorf("the server sent no usable Content-Range for a ranged GET (%q)", h.Get("Content-Range"))
+			out.Body.Close()
+			return fmt.Errorf("the server sent no usable Content-Range for a ranged GET (%q)", aws.ToString(out.ContentRange))
 		}
-		err = read(io.LimitReader(body, n), size)
-		body.Close()
-		if err == nil || ctx.Err() != nil || try >= retries {
+		err = read(io.LimitReader(out.Body, n), size)
+		if err == nil {
+			// The body read to its end, so that its connection is kept
+			// for the next request: net/http drops a connection whose
+			// body is closed before EOF is seen, and a new one costs a
+			// round trip (two more with TLS).
+			_, _ = io.Copy(io.Discard, io.LimitReader(out.Body, 64<<10))
+		}
+		out.Body.Close()
+		if err == nil || ctx.Err() != nil || try >= retries || !transient(err) {
 			break
 		}
-		if !transient(err) {
-			break
+		if err := sleep(ctx, backoff(try)); err != nil {
+			return err
 		}
-		time.Sleep(backoff(try))
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		return &Error{Msg: fmt.Sprintf("the connection broke off before the whole body of bytes %d-%d came (tried %d times)", off, off+n-1, retries+1), Err: err}
@@ -251,10 +232,21 @@ func contentRangeSize(cr string) (int64, bool) {
 }
 
 // backoff is the wait before try+1: random between 0 and
-// min(1 s, 200 ms·2^try) ("full jitter", as minio-go and the AWS SDKs
-// wait), so that clients that failed together do not retry together.
+// min(1 s, 200 ms·2^try) ("full jitter", as the AWS SDKs wait), so that
+// clients that failed together do not retry together.
 func backoff(try int) time.Duration {
 	return rand.N(min(time.Second, 200*time.Millisecond<<try)) + time.Millisecond
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // transient: a failure worth another try (the connection, not the data).
@@ -263,55 +255,55 @@ func transient(err error) bool {
 	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "connection reset")
 }
 
-// describe turns a failure into one line saying what the server (or the
-// network) said.
+// describe turns a failure of the SDK (an operation error wrapping a
+// retry error wrapping a response error ...) into one line saying what
+// the server, or the network, said.
 func (s *Store) describe(err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, context.Canceled) {
+	if err == nil || errors.Is(err, context.Canceled) {
 		return err
 	}
-	var r *ResponseError
-	if errors.As(err, &r) {
-		msg := strings.TrimSpace(r.Message)
-		code := r.Code
-		if code == "" {
-			code = http.StatusText(r.StatusCode)
-		}
-		if msg == "" {
-			msg = fmt.Sprintf("%s (HTTP %d)", code, r.StatusCode)
-		} else {
-			msg = fmt.Sprintf("%s: %s (HTTP %d)", code, msg, r.StatusCode)
-		}
-		return &Error{Msg: "the server says " + oneLine(msg), Err: err}
+	if e := (*Error)(nil); errors.As(err, &e) {
+		return err
 	}
-	var ne net.Error
+	status := 0
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil {
+		status = re.Response.StatusCode
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		code, msg := ae.ErrorCode(), strings.TrimSpace(ae.ErrorMessage())
+		if code == "" || (status != 0 && code == strconv.Itoa(status)) {
+			code = http.StatusText(status)
+		}
+		if msg == "" || msg == code || msg == http.StatusText(status) {
+			msg = fmt.Sprintf("%s (HTTP %d)", code, status)
+		} else {
+			msg = fmt.Sprintf("%s: %s (HTTP %d)", code, msg, status)
+		}
+		return &Error{Msg: "the server says " + oneLine(msg), Status: status, Code: ae.ErrorCode(), Err: err}
+	}
+	if status != 0 {
+		return &Error{Msg: fmt.Sprintf("the server answered HTTP %d", status), Status: status, Err: err}
+	}
 	var oe *net.OpError
-	if errors.As(err, &oe) || errors.As(err, &ne) {
-		return &Error{Msg: fmt.Sprintf("cannot reach %s: %s", s.endpoint, oneLine(rootCause(err).Error())), Err: err}
+	if errors.As(err, &oe) {
+		return &Error{Msg: fmt.Sprintf("cannot reach %s: %s", s.endpoint, oneLine(oe.Error())), Err: err}
 	}
 	return &Error{Msg: oneLine(err.Error()), Err: err}
 }
 
-// Error is a failure of a request, in one line.
+// Error is a failure of a request, in one line, with the HTTP status and
+// the S3 error code when the server answered.
 type Error struct {
-	Msg string
-	Err error
+	Msg    string
+	Status int
+	Code   string
+	Err    error
 }
 
 func (e *Error) Error() string { return e.Msg }
 func (e *Error) Unwrap() error { return e.Err }
-
-func rootCause(err error) error {
-	for {
-		u := errors.Unwrap(err)
-		if u == nil {
-			return err
-		}
-		err = u
-	}
-}
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")

@@ -1,160 +1,122 @@
 // Package objstore reads and writes objects of S3 and S3-compatible
-// servers: URLs (s3://BUCKET/KEY), the AWS configuration (environment
-// and ~/.aws files, as the AWS CLI reads them), HEAD, ranged GETs into a
-// file, listings of a prefix, and uploads from a file that leave nothing
-// behind when they fail. It knows nothing of tensors; package fileio
-// makes an object one more source and sink.
+// servers: URLs (s3://BUCKET/KEY), HEAD, ranged GETs into a file,
+// listings of a prefix page by page, and uploads from a file that leave
+// nothing behind when they fail. The configuration and the credentials
+// are the AWS SDK's whole chain (config.LoadDefaultConfig), so a run
+// authenticates the way the AWS CLI and every SDK program on the same
+// machine, instance, pod or job does. It knows nothing of tensors;
+// package fileio makes an object one more source and sink.
 package objstore
 
 import (
-	"bufio"
-	"errors"
+	"context"
+	"crypto/tls"
 	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 )
 
-// Config is the AWS configuration a client is built from.
-type Config struct {
-	// Endpoint is the server's URL (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL,
-	// or the profile's endpoint_url); "" for AWS itself.
-	Endpoint string
-	Region   string
-	// Profile is the profile of the shared files that was read ("" when
-	// neither AWS_PROFILE nor a "default" profile was there).
-	Profile  string
-	CABundle string // a PEM file of extra roots (AWS_CA_BUNDLE, ca_bundle)
-	// ProfileSet: AWS_PROFILE named the profile, so a profile without
-	// usable credentials is an error, not anonymous access.
-	ProfileSet bool
+// Options are the choices a run makes beyond the AWS configuration.
+type Options struct {
+	// Anonymous sends requests unsigned (--no-sign-request): a public
+	// bucket read without credentials. Never chosen for the user: no
+	// credentials found is an error.
+	Anonymous bool
+	// HTTPClient replaces the transport (tests); nil is ours, tuned for
+	// many transfers at once.
+	HTTPClient aws.HTTPClient
 }
 
-// Host is the endpoint's host[:port] and whether it is https: AWS
-// itself when no endpoint is configured.
-func (c *Config) Host() (host string, secure, pathStyle bool, err error) {
-	if c.Endpoint == "" {
-		return "s3.amazonaws.com", true, false, nil
-	}
-	u, err := url.Parse(c.Endpoint)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", false, false, fmt.Errorf("endpoint %q: want http://HOST[:PORT] or https://HOST[:PORT]", c.Endpoint)
-	}
-	if u.Path != "" && u.Path != "/" {
-		return "", false, false, fmt.Errorf("endpoint %q: a path after the host is not supported", c.Endpoint)
-	}
-	// An S3-compatible server is addressed path-style (http://HOST/BUCKET/KEY):
-	// it needs no DNS name per bucket.
-	return u.Host, u.Scheme == "https", true, nil
+// httpClient is the transport: connections kept and reused for the
+// transfers in flight and the batch's workers, an unreachable endpoint
+// said so in seconds, a stalled server (no response headers) in 30 s, and
+// ranged GETs as stored, not gzip-decoded. It is the SDK's buildable
+// client, so AWS_CA_BUNDLE and ca_bundle still apply to it.
+func httpClient() *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().
+		WithDialerOptions(func(d *net.Dialer) {
+			d.Timeout = 10 * time.Second
+			d.KeepAlive = 30 * time.Second
+		}).
+		WithTransportOptions(func(tr *http.Transport) {
+			tr.MaxIdleConns = 512
+			tr.MaxIdleConnsPerHost = 256
+			tr.MaxConnsPerHost = 0
+			tr.IdleConnTimeout = time.Minute
+			tr.ResponseHeaderTimeout = 30 * time.Second
+			tr.TLSHandshakeTimeout = 10 * time.Second
+			tr.DisableCompression = true
+			// HTTP/1.1 connections, one per transfer: a single HTTP/2
+			// connection would carry every transfer in flight through
+			// one TCP window.
+			tr.ForceAttemptHTTP2 = false
+			tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+		})
 }
 
-// LoadConfig resolves the configuration as the AWS CLI does: the
-// environment first, then the profile (AWS_PROFILE, else "default") of
-// the config file (AWS_CONFIG_FILE, else ~/.aws/config). getenv is
-// os.Getenv in the program, a map in tests. Credentials are the client's
-// (credentials.go).
-func LoadConfig(getenv func(string) string) (*Config, error) {
-	c := &Config{Profile: getenv("AWS_PROFILE")}
-	c.ProfileSet = c.Profile != ""
-	if c.Profile == "" {
-		c.Profile = "default"
+// load reads the AWS configuration: the environment, the shared files
+// (profiles, [services] endpoints, role_arn, SSO, credential_process),
+// web identity, the container endpoint and IMDS, in the SDK's order.
+// The credentials are looked for now, not at the first request, so that
+// a run without any fails before its work, in one line.
+func load(ctx context.Context, o Options) (aws.Config, error) {
+	hc := o.HTTPClient
+	if hc == nil {
+		hc = httpClient()
 	}
-	prof, err := readProfile(configFile(getenv), c.Profile, true)
+	// The SDK's log lines (an IMDS fallback, a skipped checksum) are not
+	// the run's: its errors say what failed, in one line.
+	opts := []func(*config.LoadOptions) error{config.WithHTTPClient(hc), config.WithLogger(logging.Nop{})}
+	if o.Anonymous {
+		opts = append(opts, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, err
+		return cfg, fmt.Errorf("the AWS configuration: %s", oneLine(err.Error()))
 	}
-	first := func(vals ...string) string {
-		for _, v := range vals {
-			if v = strings.TrimSpace(v); v != "" {
-				return v
-			}
-		}
-		return ""
+	if cfg.Region == "" {
+		// An S3-compatible server takes any region; AWS names a bucket's
+		// own in its answer, which is then asked again (Store.call).
+		cfg.Region = "us-east-1"
 	}
-	c.Region = first(getenv("AWS_REGION"), getenv("AWS_DEFAULT_REGION"), prof["region"])
-	c.Endpoint = first(getenv("AWS_ENDPOINT_URL_S3"), getenv("AWS_ENDPOINT_URL"), prof["endpoint_url"])
-	c.CABundle = first(getenv("AWS_CA_BUNDLE"), prof["ca_bundle"])
-	return c, nil
+	if o.Anonymous {
+		return cfg, nil
+	}
+	if cfg.Credentials == nil {
+		return cfg, errNoCredentials("none configured")
+	}
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		return cfg, errNoCredentials(oneLine(err.Error()))
+	}
+	return cfg, nil
 }
 
-func home(getenv func(string) string) string {
-	if h := getenv("HOME"); h != "" {
-		return h
-	}
-	h, _ := os.UserHomeDir()
-	return h
+func errNoCredentials(why string) error {
+	return fmt.Errorf("no AWS credentials (looked in the environment, the shared files, web identity, the container endpoint and IMDS: %s); --no-sign-request reads a public bucket without them", why)
 }
 
-func configFile(getenv func(string) string) string {
-	if f := getenv("AWS_CONFIG_FILE"); f != "" {
-		return f
+// clientOptions are what an S3-compatible server (a configured endpoint:
+// AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, a profile's endpoint_url or
+// its [services] s3 block) needs that AWS does not: path-style addressing
+// (no DNS name per bucket), and checksums only when an operation
+// requires one (since service/s3 v1.73 the SDK sends CRC32 trailers in
+// aws-chunked bodies by default, which MinIO, Ceph and R2 refuse; the
+// uploads here send their own CRC32C in a header instead). Everywhere,
+// bodies are sent at once (no "Expect: 100-continue" and its wait for an
+// answer some servers never give).
+func clientOptions(o *s3.Options) {
+	o.ContinueHeaderThresholdBytes = -1
+	o.DisableLogOutputChecksumValidationSkipped = true
+	if o.BaseEndpoint != nil && *o.BaseEndpoint != "" {
+		o.UsePathStyle = true
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	}
-	return filepath.Join(home(getenv), ".aws", "config")
-}
-
-func credentialsFile(getenv func(string) string) string {
-	if f := getenv("AWS_SHARED_CREDENTIALS_FILE"); f != "" {
-		return f
-	}
-	return filepath.Join(home(getenv), ".aws", "credentials")
-}
-
-// readProfile reads the keys of one profile of an AWS ini file: the
-// config file names it "[profile NAME]" (but "[default]"), the
-// credentials file "[NAME]". A missing file is an empty profile.
-func readProfile(file, profile string, config bool) (map[string]string, error) {
-	switch {
-	case !config:
-		return readSection(file, profile)
-	case profile == "default":
-		return readSection(file, "default", "profile default")
-	}
-	return readSection(file, "profile "+profile)
-}
-
-// readSection reads the keys of the sections of an AWS ini file with
-// one of the given names ("[sso-session NAME]"). A missing file is an
-// empty section.
-func readSection(file string, names ...string) (map[string]string, error) {
-	f, err := os.Open(file)
-	if errors.Is(err, os.ErrNotExist) {
-		return map[string]string{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("AWS configuration %s: %w", file, err)
-	}
-	defer f.Close()
-	keys := map[string]string{}
-	in := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		if line[0] == '[' && strings.HasSuffix(line, "]") {
-			name := strings.Join(strings.Fields(line[1:len(line)-1]), " ")
-			in = slices.Contains(names, name)
-			continue
-		}
-		if !in {
-			continue
-		}
-		// A nested "s3 =" block's keys count as the profile's (its
-		// endpoint_url is the S3 one); the first of a key wins.
-		k, v, ok := strings.Cut(line, "=")
-		if !ok {
-			continue
-		}
-		k, v = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(v)
-		if _, dup := keys[k]; !dup {
-			keys[k] = v
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("AWS configuration %s: %w", file, err)
-	}
-	return keys, nil
 }

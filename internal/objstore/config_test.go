@@ -1,10 +1,18 @@
 package objstore
 
 import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
 func TestParseURL(t *testing.T) {
@@ -77,15 +85,6 @@ func TestContentRangeSize(t *testing.T) {
 	}
 }
 
-// env is a getenv over a map, with HOME pointing at dir.
-func env(dir string, kv ...string) func(string) string {
-	m := map[string]string{"HOME": dir}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return func(k string) string { return m[k] }
-}
-
 func write(t *testing.T, path, text string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
@@ -96,168 +95,155 @@ func write(t *testing.T, path, text string) {
 	}
 }
 
-func TestLoadConfig(t *testing.T) {
-	home := t.TempDir()
-	write(t, filepath.Join(home, ".aws", "config"), `
-# a comment
-[default]
-region = eu-west-3
-
-[profile lab]
-region=us-west-2
-endpoint_url = http://10.0.0.5:9000
-ca_bundle = /etc/lab-ca.pem
-
-[profile nested]
-s3 =
-  endpoint_url = https://s3.nested.example
-`)
-	for _, c := range []struct {
-		name                        string
-		getenv                      func(string) string
-		region, endpoint, ca, profl string
-	}{
-		{"default profile", env(home), "eu-west-3", "", "", "default"},
-		{"AWS_REGION wins", env(home, "AWS_REGION", "ap-south-1", "AWS_DEFAULT_REGION", "sa-east-1"), "ap-south-1", "", "", "default"},
-		{"AWS_DEFAULT_REGION", env(home, "AWS_DEFAULT_REGION", "sa-east-1"), "sa-east-1", "", "", "default"},
-		{"AWS_PROFILE", env(home, "AWS_PROFILE", "lab"), "us-west-2", "http://10.0.0.5:9000", "/etc/lab-ca.pem", "lab"},
-		{"nested s3 endpoint", env(home, "AWS_PROFILE", "nested"), "", "https://s3.nested.example", "", "nested"},
-		{"AWS_ENDPOINT_URL_S3 over AWS_ENDPOINT_URL over the profile",
-			env(home, "AWS_PROFILE", "lab", "AWS_ENDPOINT_URL", "http://a:1", "AWS_ENDPOINT_URL_S3", "http://s3:2"), "us-west-2", "http://s3:2", "/etc/lab-ca.pem", "lab"},
-		{"AWS_ENDPOINT_URL", env(home, "AWS_ENDPOINT_URL", "http://a:1"), "eu-west-3", "http://a:1", "", "default"},
-		{"AWS_CA_BUNDLE", env(home, "AWS_PROFILE", "lab", "AWS_CA_BUNDLE", "/x.pem"), "us-west-2", "http://10.0.0.5:9000", "/x.pem", "lab"},
-		{"AWS_CONFIG_FILE elsewhere", env(home, "AWS_CONFIG_FILE", filepath.Join(home, "none")), "", "", "", "default"},
-	} {
-		cfg, err := LoadConfig(c.getenv)
-		if err != nil {
-			t.Errorf("%s: %v", c.name, err)
-			continue
+// stsStandIn is STS on 127.0.0.1: AssumeRole and
+// AssumeRoleWithWebIdentity hand out the credentials creds, after
+// checking what the caller sent (a signed AssumeRole, the web identity
+// token).
+func stsStandIn(t *testing.T, creds aws.Credentials, caller aws.Credentials, token string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		action := r.Form.Get("Action")
+		switch {
+		case action == "AssumeRole" && strings.Contains(r.Header.Get("Authorization"), "Credential="+caller.AccessKeyID+"/"):
+		case action == "AssumeRoleWithWebIdentity" && r.Form.Get("WebIdentityToken") == token:
+		default:
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprintf(w, `<ErrorResponse><Error><Code>AccessDenied</Code><Message>%s refused</Message></Error></ErrorResponse>`, action)
+			return
 		}
-		if cfg.Region != c.region || cfg.Endpoint != c.endpoint || cfg.CABundle != c.ca || cfg.Profile != c.profl {
-			t.Errorf("%s: got region %q endpoint %q ca %q profile %q", c.name, cfg.Region, cfg.Endpoint, cfg.CABundle, cfg.Profile)
-		}
-	}
+		fmt.Fprintf(w, `<%[1]sResponse><%[1]sResult><Credentials><AccessKeyId>%s</AccessKeyId><SecretAccessKey>%s</SecretAccessKey><SessionToken>%s</SessionToken><Expiration>%s</Expiration></Credentials></%[1]sResult></%[1]sResponse>`,
+			action, creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
-func TestHost(t *testing.T) {
-	for _, c := range []struct {
-		endpoint     string
-		host         string
-		secure, path bool
-		err          bool
-	}{
-		{"", "s3.amazonaws.com", true, false, false},
-		{"http://127.0.0.1:7070", "127.0.0.1:7070", false, true, false},
-		{"https://minio.lab/", "minio.lab", true, true, false},
-		{"127.0.0.1:7070", "", false, false, true},
-		{"ftp://x", "", false, false, true},
-		{"http://x/sub/path", "", false, false, true},
-	} {
-		cfg := &Config{Endpoint: c.endpoint}
-		host, secure, path, err := cfg.Host()
-		if (err != nil) != c.err || host != c.host || secure != c.secure || path != c.path {
-			t.Errorf("Host(%q) = %q %v %v %v", c.endpoint, host, secure, path, err)
-		}
-	}
-}
-
-// TestCredentials: the environment's keys first, then the profile of the
-// shared files (credentials over config), else anonymous; a profile that
-// AWS_PROFILE names without credentials is an error. The program reads
-// the process environment, so these set it.
-func TestCredentials(t *testing.T) {
-	home := t.TempDir()
-	write(t, filepath.Join(home, ".aws", "credentials"), `
-[default]
-aws_access_key_id = AKIDEFAULT
-aws_secret_access_key = secretdefault
-
-[lab]
-aws_access_key_id = AKILAB
-aws_secret_access_key = secretlab
-aws_session_token = tokenlab
-`)
-	write(t, filepath.Join(home, ".aws", "config"), `
-[profile cfgonly]
-aws_access_key_id = AKICONFIG
-aws_secret_access_key = secretconfig
-[profile empty]
-region = us-east-1
-`)
-	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-		"AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_ACCESS_KEY", "AWS_SECRET_KEY"} {
-		t.Setenv(k, "")
-	}
-	t.Setenv("HOME", home)
-	get := func(t *testing.T) (Creds, error) {
+// The credentials of a run are the SDK chain's: each way here signs the
+// fake server's requests with the keys (and session token) it should,
+// which the fake checks; none at all is an error naming
+// --no-sign-request, never anonymous requests.
+func TestCredentialsChain(t *testing.T) {
+	assumed := aws.Credentials{AccessKeyID: "ASIAASSUMED", SecretAccessKey: "assumed/secret", SessionToken: "assumed-token"}
+	base := aws.Credentials{AccessKeyID: "AKIABASE", SecretAccessKey: "base/secret"}
+	// run reads an object of a fake that accepts only want's signatures,
+	// with the environment kv and the shared files as set up.
+	run := func(t *testing.T, want aws.Credentials, setup func(home string)) error {
 		t.Helper()
-		cfg, err := LoadConfig(os.Getenv)
+		f := newFake(t)
+		f.creds = want
+		f.objects["bkt/k"] = []byte("signed")
+		srv := httptest.NewServer(f)
+		t.Cleanup(srv.Close)
+		home := isolate(t)
+		t.Setenv("AWS_ENDPOINT_URL_S3", srv.URL)
+		setup(home)
+		s, err := New(context.Background(), Options{})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		return Credentials(cfg, os.Getenv)
+		head := make([]byte, 16)
+		n, _, err := s.ReadFirst(context.Background(), URL{"bkt", "k"}, head)
+		if err == nil && string(head[:n]) != "signed" {
+			err = fmt.Errorf("read %q", head[:n])
+		}
+		return err
 	}
-	check := func(name, id, token string, anonymous bool) {
+	ok := func(name string, want aws.Credentials, setup func(home string)) {
 		t.Run(name, func(t *testing.T) {
-			v, err := get(t)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if v.AccessKeyID != id || v.SessionToken != token || v.Anonymous() != anonymous {
-				t.Errorf("got %q token %q anonymous %v", v.AccessKeyID, v.SessionToken, v.Anonymous())
+			if err := run(t, want, setup); err != nil {
+				t.Error(err)
 			}
 		})
 	}
-	check("default profile", "AKIDEFAULT", "", false)
-	t.Setenv("AWS_PROFILE", "lab")
-	check("AWS_PROFILE with a session token", "AKILAB", "tokenlab", false)
-	t.Setenv("AWS_PROFILE", "cfgonly")
-	check("keys in the config file", "AKICONFIG", "", false)
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIENV")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "secretenv")
-	t.Setenv("AWS_SESSION_TOKEN", "tokenenv")
-	check("the environment over any profile", "AKIENV", "tokenenv", false)
-	t.Setenv("AWS_ACCESS_KEY_ID", "")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(home, "elsewhere"))
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(home, "elsewhere-too"))
-	check("no credentials anywhere: anonymous", "", "", true)
-	write(t, filepath.Join(home, "elsewhere"), "[default]\naws_access_key_id = AKIOTHER\naws_secret_access_key = s\n")
-	check("AWS_SHARED_CREDENTIALS_FILE", "AKIOTHER", "", false)
-	t.Setenv("AWS_CONFIG_FILE", "")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "")
-	for _, p := range []string{"empty", "missing"} {
-		t.Setenv("AWS_PROFILE", p)
-		if _, err := get(t); err == nil || !strings.Contains(err.Error(), "AWS_PROFILE "+p) {
-			t.Errorf("AWS_PROFILE=%s: got %v, want an error naming it", p, err)
+	ok("environment", base, func(string) {
+		t.Setenv("AWS_ACCESS_KEY_ID", base.AccessKeyID)
+		t.Setenv("AWS_SECRET_ACCESS_KEY", base.SecretAccessKey)
+	})
+	ok("default profile of the credentials file", base, func(home string) {
+		write(t, filepath.Join(home, ".aws", "credentials"), "[default]\naws_access_key_id = AKIABASE\naws_secret_access_key = base/secret\n")
+	})
+	ok("AWS_PROFILE with a session token in the config file", assumed, func(home string) {
+		write(t, filepath.Join(home, ".aws", "config"), "[profile lab]\naws_access_key_id = ASIAASSUMED\naws_secret_access_key = assumed/secret\naws_session_token = assumed-token\n")
+		t.Setenv("AWS_PROFILE", "lab")
+	})
+	// A default profile that assumes a role was read as one without
+	// keys, and its requests sent anonymously (found in review).
+	ok("default profile with role_arn and source_profile", assumed, func(home string) {
+		write(t, filepath.Join(home, ".aws", "config"), "[default]\nrole_arn = arn:aws:iam::123456789012:role/r\nsource_profile = base\nregion = us-east-1\n[profile base]\naws_access_key_id = AKIABASE\naws_secret_access_key = base/secret\n")
+		t.Setenv("AWS_ENDPOINT_URL_STS", stsStandIn(t, assumed, base, ""))
+	})
+	ok("web identity", assumed, func(home string) {
+		token := filepath.Join(home, "token")
+		write(t, token, "the-jwt")
+		t.Setenv("AWS_WEB_IDENTITY_TOKEN_FILE", token)
+		t.Setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/pod")
+		t.Setenv("AWS_ENDPOINT_URL_STS", stsStandIn(t, assumed, aws.Credentials{}, "the-jwt"))
+	})
+	ok("container endpoint", assumed, func(home string) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "pod-secret" {
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			fmt.Fprintf(w, `{"AccessKeyId":%q,"SecretAccessKey":%q,"Token":%q,"Expiration":%q}`,
+				assumed.AccessKeyID, assumed.SecretAccessKey, assumed.SessionToken, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+		}))
+		t.Cleanup(srv.Close)
+		t.Setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", srv.URL+"/v2/credentials")
+		t.Setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN", "pod-secret")
+	})
+	t.Run("none anywhere", func(t *testing.T) {
+		err := run(t, base, func(string) {})
+		if err == nil || !strings.Contains(err.Error(), "no AWS credentials") || !strings.Contains(err.Error(), "--no-sign-request") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("got %v, want one line naming --no-sign-request", err)
 		}
-	}
+	})
+	t.Run("AWS_PROFILE naming no profile", func(t *testing.T) {
+		err := run(t, base, func(string) { t.Setenv("AWS_PROFILE", "missing") })
+		if err == nil || !strings.Contains(err.Error(), "missing") {
+			t.Errorf("got %v, want an error naming the profile", err)
+		}
+	})
 }
 
-// credential_process is split into words as the AWS CLI splits it
-// (shlex): a path with spaces can be quoted (it was split on every
-// space: found in review).
-func TestShellSplit(t *testing.T) {
+// A [services] block sets the endpoint of the service it names: one
+// for dynamodb does not move S3 (it did: found in review), one for s3
+// does, and that server is then addressed path-style.
+func TestServicesBlock(t *testing.T) {
+	f := newFake(t)
+	f.objects["bkt/k"] = []byte("here")
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
 	for _, c := range []struct {
-		in   string
-		want []string
+		name, block, want string
 	}{
-		{`/bin/creds --profile x`, []string{"/bin/creds", "--profile", "x"}},
-		{`"/opt/my tools/creds" --profile 'a b'`, []string{"/opt/my tools/creds", "--profile", "a b"}},
-		{`a\ b "c\"d" 'e\f'`, []string{"a b", `c"d`, `e\f`}},
-		{`  x  `, []string{"x"}},
-		{`x""y`, []string{"xy"}},
+		{"dynamodb", "dynamodb =\n  endpoint_url = " + srv.URL + "\n", "https://bkt.s3.us-east-1.amazonaws.com/k"},
+		{"s3", "dynamodb =\n  endpoint_url = http://127.0.0.1:1\ns3 =\n  endpoint_url = " + srv.URL + "\n", srv.URL + "/bkt/k"},
 	} {
-		got, err := shellSplit(c.in)
-		if err != nil || strings.Join(got, "|") != strings.Join(c.want, "|") {
-			t.Errorf("shellSplit(%q) = %q, %v; want %q", c.in, got, err, c.want)
-		}
-	}
-	for _, bad := range []string{`"open`, `'open`} {
-		if _, err := shellSplit(bad); err == nil {
-			t.Errorf("shellSplit(%q): no error", bad)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			home := isolate(t)
+			t.Setenv("AWS_ACCESS_KEY_ID", f.creds.AccessKeyID)
+			t.Setenv("AWS_SECRET_ACCESS_KEY", f.creds.SecretAccessKey)
+			write(t, filepath.Join(home, ".aws", "config"), "[default]\nregion = us-east-1\nservices = svc\n[services svc]\n"+c.block)
+			var seen []string
+			s, err := New(context.Background(), Options{HTTPClient: roundTrip(func(r *http.Request) (*http.Response, error) {
+				seen = append(seen, r.URL.String())
+				if r.URL.Host != strings.TrimPrefix(srv.URL, "http://") {
+					return &http.Response{StatusCode: 200, Header: http.Header{"Content-Length": {"4"}}, ContentLength: 4,
+						Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
+				}
+				return http.DefaultTransport.RoundTrip(r)
+			})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Stat(context.Background(), URL{"bkt", "k"}); err != nil {
+				t.Fatal(err)
+			}
+			if len(seen) != 1 || seen[0] != c.want {
+				t.Errorf("requests %q, want %q", seen, c.want)
+			}
+		})
 	}
 }

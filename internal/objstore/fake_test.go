@@ -3,8 +3,11 @@ package objstore
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"hash/crc32"
@@ -13,23 +16,29 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // fakeS3 is an S3 server in memory, path-style, enough for the client:
 // objects (PUT with its CRC32C checked, HEAD, ranged GET),
-// ListObjectsV2 in pages, multipart uploads. It checks every request's
-// signature by signing it again with the same keys, so what the client
-// put on the wire (the encoded path, the query, the headers) is what it
-// signed.
+// ListObjectsV2 in pages, multipart uploads (ListParts too). It checks
+// every request's signature by signing it again with the same keys (and
+// session token), so what the client put on the wire (the encoded path,
+// the query, the headers) is what it signed, with those credentials.
 type fakeS3 struct {
 	t        *testing.T
-	creds    Creds
+	creds    aws.Credentials
 	mu       sync.Mutex
 	objects  map[string][]byte // "bucket/key"
 	uploads  map[string]*fakeUpload
@@ -39,8 +48,11 @@ type fakeS3 struct {
 	// completeFail: so many CompleteMultipartUpload calls answered 200
 	// with an InternalError in the body first.
 	completeFail int
-	aborted      int
-	log          []string
+	// revive: so many AbortMultipartUpload calls leave the upload there,
+	// as a part stored after the abort brings it back.
+	revive  int
+	aborted int
+	log     []string
 }
 
 type fakeUpload struct {
@@ -50,7 +62,7 @@ type fakeUpload struct {
 }
 
 func newFake(t *testing.T) *fakeS3 {
-	return &fakeS3{t: t, creds: Creds{AccessKeyID: "AKTEST", SecretAccessKey: "secret/test"},
+	return &fakeS3{t: t, creds: aws.Credentials{AccessKeyID: "AKTEST", SecretAccessKey: "secret/test"},
 		objects: map[string][]byte{"bkt/": nil}, uploads: map[string]*fakeUpload{}, pageMax: 1000}
 }
 
@@ -70,23 +82,19 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.log = append(f.log, r.Method+" "+r.URL.RequestURI())
 	// The signature, computed again from what came.
 	if f.creds.AccessKeyID != "" {
-		stamp, _ := time.Parse(amzDate, r.Header.Get("X-Amz-Date"))
-		re, _ := http.NewRequest(r.Method, "http://"+r.Host+r.URL.RequestURI(), nil)
-		re.URL.RawPath = r.URL.EscapedPath()
-		for k, v := range r.Header {
-			if k != "Authorization" {
-				re.Header[k] = v
-			}
-		}
-		sign(re, f.creds, "us-east-1", stamp, r.Header.Get("X-Amz-Content-Sha256"))
-		if re.Header.Get("Authorization") != r.Header.Get("Authorization") {
-			xmlError(w, 403, "SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided.")
+		if msg := checkSignature(r, f.creds); msg != "" {
+			xmlError(w, 403, "SignatureDoesNotMatch", msg)
 			return
 		}
 	}
 	bucket, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	if _, ok := f.objects[bucket+"/"]; !ok {
 		xmlError(w, 404, "NoSuchBucket", "The specified bucket does not exist.")
+		return
+	}
+	if r.Header.Get("X-Amz-Trailer") != "" || strings.Contains(r.Header.Get("Content-Encoding"), "aws-chunked") {
+		// As MinIO, Ceph and R2 refuse the SDK's default checksums.
+		xmlError(w, 400, "NotImplemented", "aws-chunked bodies with checksum trailers are not supported")
 		return
 	}
 	q := r.URL.Query()
@@ -161,7 +169,7 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			xmlError(w, 400, "InvalidPart", "One or more of the specified parts could not be found.")
 			return
 		}
-		if r.Header.Get("X-Amz-Content-Sha256") != unsignedPayload || r.Header.Get("X-Amz-Checksum-Crc32c") == "" {
+		if r.Header.Get("X-Amz-Content-Sha256") != "UNSIGNED-PAYLOAD" || r.Header.Get("X-Amz-Checksum-Crc32c") == "" {
 			xmlError(w, 400, "InvalidRequest", "want UNSIGNED-PAYLOAD and a CRC32C")
 			return
 		}
@@ -175,7 +183,11 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		u := f.uploads[q.Get("uploadId")]
 		var req struct {
-			Part []completePart
+			Part []struct {
+				PartNumber     int
+				ETag           string
+				ChecksumCRC32C string
+			}
 		}
 		if u == nil || xml.Unmarshal(body, &req) != nil || r.Header.Get("X-Amz-Content-Sha256") != hexSHA256(body) {
 			xmlError(w, 400, "MalformedXML", "bad CompleteMultipartUpload")
@@ -193,12 +205,23 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.objects[bucket+"/"+key] = all
 		delete(f.uploads, q.Get("uploadId"))
 		fmt.Fprint(w, `<CompleteMultipartUploadResult><Key>`+key+`</Key></CompleteMultipartUploadResult>`)
+	case r.Method == "GET" && q.Has("uploadId"):
+		u := f.uploads[q.Get("uploadId")]
+		if u == nil {
+			xmlError(w, 404, "NoSuchUpload", "The specified upload does not exist.")
+			return
+		}
+		fmt.Fprintf(w, `<ListPartsResult><UploadId>%s</UploadId></ListPartsResult>`, q.Get("uploadId"))
 	case r.Method == "DELETE" && q.Has("uploadId"):
-		delete(f.uploads, q.Get("uploadId"))
+		if f.revive > 0 {
+			f.revive--
+		} else {
+			delete(f.uploads, q.Get("uploadId"))
+		}
 		f.aborted++
 		w.WriteHeader(http.StatusNoContent)
 	case r.Method == "PUT":
-		if r.Header.Get("X-Amz-Content-Sha256") != unsignedPayload || r.Header.Get("X-Amz-Checksum-Crc32c") == "" {
+		if r.Header.Get("X-Amz-Content-Sha256") != "UNSIGNED-PAYLOAD" || r.Header.Get("X-Amz-Checksum-Crc32c") == "" {
 			xmlError(w, 400, "InvalidRequest", "want UNSIGNED-PAYLOAD and a CRC32C")
 			return
 		}
@@ -237,16 +260,81 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func fakeStore(t *testing.T, f *fakeS3, creds Creds) *Store {
+// fakeStore is a client of f with these credentials from the
+// environment (none: --no-sign-request).
+func fakeStore(t *testing.T, f *fakeS3, creds aws.Credentials) *Store {
 	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	env := map[string]string{"AWS_ACCESS_KEY_ID": creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY": creds.SecretAccessKey}
-	s, err := New(&Config{Endpoint: srv.URL}, func(k string) string { return env[k] })
+	isolate(t)
+	t.Setenv("AWS_ENDPOINT_URL_S3", srv.URL)
+	if creds.AccessKeyID != "" {
+		t.Setenv("AWS_ACCESS_KEY_ID", creds.AccessKeyID)
+		t.Setenv("AWS_SECRET_ACCESS_KEY", creds.SecretAccessKey)
+	}
+	s, err := New(context.Background(), Options{Anonymous: creds.AccessKeyID == ""})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// isolate clears this process's AWS configuration for a test: no AWS_
+// variable, a HOME of its own without ~/.aws, no IMDS. The shared files
+// are named (AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE): the SDK
+// takes its default paths from HOME once, when the process starts.
+func isolate(t *testing.T) string {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "AWS_") {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(home, ".aws", "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(home, ".aws", "credentials"))
+	return home
+}
+
+// checkSignature signs r again with creds, as the SigV4 signer does, over
+// the headers r says it signed: "" if the signatures agree, else why not.
+func checkSignature(r *http.Request, creds aws.Credentials) string {
+	auth := r.Header.Get("Authorization")
+	cred, _, _ := strings.Cut(strings.TrimPrefix(auth, "AWS4-HMAC-SHA256 Credential="), ",")
+	scope := strings.Split(cred, "/")
+	_, signed, _ := strings.Cut(auth, "SignedHeaders=")
+	signed, _, _ = strings.Cut(signed, ",")
+	if len(scope) != 5 || scope[0] != creds.AccessKeyID {
+		return fmt.Sprintf("not signed with %s: %q", creds.AccessKeyID, auth)
+	}
+	if r.Header.Get("X-Amz-Security-Token") != creds.SessionToken {
+		return fmt.Sprintf("session token %q, want %q", r.Header.Get("X-Amz-Security-Token"), creds.SessionToken)
+	}
+	stamp, err := time.Parse("20060102T150405Z", r.Header.Get("X-Amz-Date"))
+	if err != nil {
+		return "no X-Amz-Date"
+	}
+	re, _ := http.NewRequest(r.Method, "https://"+r.Host+r.URL.RequestURI(), nil)
+	re.URL.RawPath = r.URL.EscapedPath()
+	for _, h := range strings.Split(signed, ";") {
+		switch h {
+		case "host":
+		case "content-length":
+			re.ContentLength = r.ContentLength
+		default:
+			re.Header[http.CanonicalHeaderKey(h)] = r.Header.Values(h)
+		}
+	}
+	err = v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }).
+		SignHTTP(context.Background(), creds, re, r.Header.Get("X-Amz-Content-Sha256"), "s3", scope[2], stamp)
+	if err != nil || re.Header.Get("Authorization") != auth {
+		return "The request signature we calculated does not match the signature you provided."
+	}
+	return ""
 }
 
 func tempWith(t *testing.T, data []byte) *os.File {
@@ -295,12 +383,11 @@ func TestFakeS3(t *testing.T) {
 		t.Fatalf("%d uploads left", len(f.uploads))
 	}
 	f.pageMax = 2 // three pages
-	objs, err := s.List(ctx, URL{"bkt", "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var got []string
-	for _, o := range objs {
+	for o, err := range s.List(ctx, URL{"bkt", "p"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
 		got = append(got, o.Rel)
 	}
 	if want := "a b+c.npy big.npy e.npy x//y/../z.npy ü$&=?.npy"; strings.Join(got, " ") != want {
@@ -353,7 +440,7 @@ func TestFakeS3(t *testing.T) {
 	}
 
 	t.Run("bad secret", func(t *testing.T) {
-		bad := fakeStore(t, f, Creds{AccessKeyID: "AKTEST", SecretAccessKey: "wrong"})
+		bad := fakeStore(t, f, aws.Credentials{AccessKeyID: "AKTEST", SecretAccessKey: "wrong"})
 		_, _, err := bad.ReadFirst(ctx, URL{"bkt", "p/e.npy"}, head)
 		if err == nil || !strings.HasPrefix(err.Error(), "the server says SignatureDoesNotMatch: ") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("got %v", err)
@@ -361,9 +448,9 @@ func TestFakeS3(t *testing.T) {
 	})
 	t.Run("anonymous", func(t *testing.T) {
 		anon := newFake(t)
-		anon.creds = Creds{}
+		anon.creds = aws.Credentials{}
 		anon.objects["bkt/k"] = []byte("public")
-		s := fakeStore(t, anon, Creds{})
+		s := fakeStore(t, anon, aws.Credentials{})
 		n, _, err := s.ReadFirst(ctx, URL{"bkt", "k"}, head)
 		if err != nil || string(head[:n]) != "public" {
 			t.Fatalf("%q %v", head[:n], err)
@@ -381,13 +468,21 @@ func TestFakeS3(t *testing.T) {
 			t.Errorf("object or upload left (%d uploads, %d aborts)", len(f.uploads), f.aborted-aborted)
 		}
 	})
-	t.Run("stale uploads aborted", func(t *testing.T) {
-		f.uploads["old"] = &fakeUpload{key: "p/big.npy", started: time.Now().Add(-time.Hour), parts: map[int][]byte{}}
-		f.uploads["other"] = &fakeUpload{key: "p/big.npy2", started: time.Now().Add(-time.Hour), parts: map[int][]byte{}}
+	t.Run("another run's upload of the key is left alone", func(t *testing.T) {
+		// An upload of the same key begun before this one, as another
+		// run writing it (or one still running) has: not this run's to
+		// abort, whether this one completes or fails.
+		f.uploads["other"] = &fakeUpload{key: "p/big.npy", started: time.Now().Add(-time.Hour), parts: map[int][]byte{1: []byte("x")}}
+		defer delete(f.uploads, "other")
 		if err := s.Upload(ctx, URL{"bkt", "p/big.npy"}, tempWith(t, big), int64(len(big))); err != nil {
 			t.Fatal(err)
 		}
-		if f.uploads["old"] != nil || f.uploads["other"] == nil {
+		f.failPart = 2
+		defer func() { f.failPart = 0 }()
+		if err := s.Upload(ctx, URL{"bkt", "p/big.npy"}, tempWith(t, big), int64(len(big))); err == nil {
+			t.Fatal("a refused part: no error")
+		}
+		if len(f.uploads) != 1 || f.uploads["other"] == nil {
 			t.Errorf("uploads left: %v", f.uploads)
 		}
 	})
@@ -399,35 +494,53 @@ func TestWrongChecksumRefused(t *testing.T) {
 	f := newFake(t)
 	s := fakeStore(t, f, f.creds)
 	file := tempWith(t, []byte("some bytes"))
-	_, err := s.do(context.Background(), &call{method: http.MethodPut, bucket: "bkt", key: "k", file: file, n: 10,
-		header: http.Header{"X-Amz-Checksum-Crc32c": {crcOf([]byte("other bytes"))}}})
-	if err == nil || !strings.Contains(err.Error(), "BadDigest") || len(f.log) != 1 {
+	_, err := s.c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("bkt"), Key: aws.String("k"),
+		Body: io.NewSectionReader(file, 0, 10), ContentLength: aws.Int64(10), ChecksumCRC32C: aws.String(crcOf([]byte("other bytes")))}, unsigned)
+	if err := s.describe(err); err == nil || !strings.Contains(err.Error(), "BadDigest") || len(f.log) != 1 {
 		t.Errorf("got %v after %d requests", err, len(f.log))
 	}
 }
 
 type roundTrip func(*http.Request) (*http.Response, error)
 
-func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+func (f roundTrip) Do(r *http.Request) (*http.Response, error) { return f(r) }
 
-// TestAWSAddressing: on AWS a bucket is addressed virtual-host style
-// (path-style when its name has a "." under https), and a bucket of
-// another region is asked again in the region AWS names.
-func TestAWSAddressing(t *testing.T) {
-	s, err := New(&Config{}, func(k string) string {
-		return map[string]string{"AWS_ACCESS_KEY_ID": "AK", "AWS_SECRET_ACCESS_KEY": "s"}[k]
-	})
+// awsStore is a client of AWS itself (no endpoint configured) in region,
+// whose requests go to rt.
+func awsStore(t *testing.T, region string, rt roundTrip) *Store {
+	t.Helper()
+	isolate(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", "AK")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
+	t.Setenv("AWS_REGION", region)
+	s, err := New(context.Background(), Options{HTTPClient: rt})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// scopeRegion is the region a request was signed for.
+func scopeRegion(r *http.Request) string {
+	auth := r.Header.Get("Authorization")
+	i := strings.Index(auth, "Credential=")
+	if i < 0 {
+		return "unsigned"
+	}
+	return strings.Split(auth[i:], "/")[2]
+}
+
+// TestAWSAddressing: on AWS a bucket is addressed virtual-host style
+// (path-style when its name has a "." under https), and a bucket of
+// another region is asked again in the region AWS names, then asked
+// there from the start.
+func TestAWSAddressing(t *testing.T) {
 	var seen []string
-	s.hc.Transport = roundTrip(func(r *http.Request) (*http.Response, error) {
-		auth := r.Header.Get("Authorization")
-		scope := auth[strings.Index(auth, "/")+10 : strings.Index(auth, "/s3/")]
-		seen = append(seen, r.Method+" "+r.URL.String()+" "+scope)
+	s := awsStore(t, "us-east-1", func(r *http.Request) (*http.Response, error) {
+		seen = append(seen, r.Method+" "+r.URL.String()+" "+scopeRegion(r))
 		h := http.Header{}
 		status := 200
-		if strings.HasPrefix(r.URL.Host, "far.") && scope != "eu-west-3" {
+		if strings.HasPrefix(r.URL.Host, "far.") && scopeRegion(r) != "eu-west-3" {
 			status = http.StatusMovedPermanently
 			h.Set("X-Amz-Bucket-Region", "eu-west-3")
 		}
@@ -441,14 +554,31 @@ func TestAWSAddressing(t *testing.T) {
 		}
 	}
 	want := []string{
-		"HEAD https://near.s3.amazonaws.com/a%20b/c.npy us-east-1",
-		"HEAD https://far.s3.amazonaws.com/k us-east-1",
+		"HEAD https://near.s3.us-east-1.amazonaws.com/a%20b/c.npy us-east-1",
+		"HEAD https://far.s3.us-east-1.amazonaws.com/k us-east-1",
 		"HEAD https://far.s3.eu-west-3.amazonaws.com/k eu-west-3",
 		"HEAD https://far.s3.eu-west-3.amazonaws.com/k2 eu-west-3",
-		"HEAD https://s3.amazonaws.com/my.bucket/k us-east-1",
+		"HEAD https://s3.us-east-1.amazonaws.com/my.bucket/k us-east-1",
 	}
 	if strings.Join(seen, "\n") != strings.Join(want, "\n") {
 		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// China's regions are another partition, whose hosts end in
+// amazonaws.com.cn (they were built as amazonaws.com: found in review).
+func TestChinaRegionHost(t *testing.T) {
+	var seen []string
+	s := awsStore(t, "cn-north-1", func(r *http.Request) (*http.Response, error) {
+		seen = append(seen, r.URL.Host+" "+scopeRegion(r))
+		h := http.Header{"Content-Length": {"1"}}
+		return &http.Response{StatusCode: 200, Header: h, ContentLength: 1, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
+	})
+	if _, err := s.Stat(context.Background(), URL{"bkt", "k"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "bkt.s3.cn-north-1.amazonaws.com.cn cn-north-1"; len(seen) != 1 || seen[0] != want {
+		t.Errorf("requests %q, want %q", seen, want)
 	}
 }
 
@@ -470,5 +600,97 @@ func TestCompleteRetriedOnInternalError(t *testing.T) {
 	}
 	if f.aborted != 0 || f.completeFail != 0 {
 		t.Errorf("%d aborted, %d failures left", f.aborted, f.completeFail)
+	}
+}
+
+func hexSHA256(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// On an S3-compatible server the uploads send their CRC32C in a header
+// and no checksum trailer: the SDK's default (an aws-chunked body with a
+// CRC32 trailer, since service/s3 v1.73) is refused by MinIO, Ceph and
+// R2, as by the fake. (Over https: over http the SDK puts its checksum
+// in a header.)
+func TestCustomEndpointChecksums(t *testing.T) {
+	f := newFake(t)
+	srv := httptest.NewTLSServer(f)
+	t.Cleanup(srv.Close)
+	isolate(t)
+	t.Setenv("AWS_ENDPOINT_URL_S3", srv.URL)
+	t.Setenv("AWS_ACCESS_KEY_ID", f.creds.AccessKeyID)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", f.creds.SecretAccessKey)
+	s, err := New(context.Background(), Options{HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := tempWith(t, []byte("some bytes"))
+	_, err = s.c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("bkt"), Key: aws.String("k"),
+		Body: io.NewSectionReader(file, 0, 10), ContentLength: aws.Int64(10)}, func(o *s3.Options) {
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenSupported
+	})
+	if err := s.describe(err); err == nil || !strings.Contains(err.Error(), "NotImplemented") {
+		t.Fatalf("the SDK's default checksums: %v, want them refused", err)
+	}
+	if err := s.Upload(context.Background(), URL{"bkt", "k"}, file, 10); err != nil {
+		t.Fatal(err)
+	}
+	if string(f.objects["bkt/k"]) != "some bytes" {
+		t.Errorf("stored %q", f.objects["bkt/k"])
+	}
+}
+
+// A part stored after the abort brings the upload back: it is aborted
+// again until ListParts says it is gone.
+func TestAbortRepeatedUntilGone(t *testing.T) {
+	defer func(p int64) { partSize = p }(partSize)
+	partSize = 1 << 20
+	f := newFake(t)
+	f.failPart, f.revive = 2, 2
+	s := fakeStore(t, f, f.creds)
+	data := bytes.Repeat([]byte("x"), 3<<20)
+	if err := s.Upload(context.Background(), URL{"bkt", "big.bin"}, tempWith(t, data), int64(len(data))); err == nil {
+		t.Fatal("a refused part: no error")
+	}
+	if len(f.uploads) != 0 || f.aborted != 3 {
+		t.Errorf("%d uploads left after %d aborts, want none after 3", len(f.uploads), f.aborted)
+	}
+}
+
+// An upload that a run of this host left behind (its process is gone) is
+// aborted by the next upload of the same key; one of a process still
+// running, or of another key, is not.
+func TestLeftBehindUploadAborted(t *testing.T) {
+	f := newFake(t)
+	s := fakeStore(t, f, f.creds)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for id, e := range map[string]journalEntry{
+		"dead":      {Key: "k.npy", PID: dead.Process.Pid},
+		"live":      {Key: "k.npy", PID: os.Getppid()},
+		"other-key": {Key: "other.npy", PID: dead.Process.Pid},
+	} {
+		f.uploads[id] = &fakeUpload{key: e.Key, started: time.Now(), parts: map[int][]byte{}}
+		e.Endpoint, e.Bucket, e.ID, e.Host = s.endpoint, "bkt", id, hostName()
+		b, _ := json.Marshal(e)
+		write(t, e.file(journal()), string(b))
+	}
+	if err := s.Upload(context.Background(), URL{"bkt", "k.npy"}, tempWith(t, []byte("new")), 3); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for id := range f.uploads {
+		left = append(left, id)
+	}
+	sort.Strings(left)
+	if strings.Join(left, " ") != "live other-key" {
+		t.Errorf("uploads left: %v, want live other-key", left)
+	}
+	files, _ := os.ReadDir(journal())
+	if len(files) != 2 {
+		t.Errorf("%d journal files, want 2 (the dead upload's forgotten)", len(files))
 	}
 }

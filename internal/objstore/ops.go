@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -14,141 +13,123 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
-	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
-// The S3 operations the transfers use, over Store.do.
-
-// listResult is a page of ListObjectsV2.
-type listResult struct {
-	IsTruncated           bool
-	NextContinuationToken string
-	EncodingType          string
-	Contents              []struct {
-		Key  string
-		Size int64
-	}
-}
+// The S3 operations the transfers use, over the SDK's client.
 
 // listPage is one ListObjectsV2 request: at most max keys under prefix,
-// from the continuation token. Keys come URL-encoded (encoding-type=url:
+// after the continuation token. Keys come URL-encoded (encoding-type=url:
 // a key may hold bytes that XML cannot) and are decoded here.
-func (s *Store) listPage(ctx context.Context, bucket, prefix, token string, max int) (*listResult, error) {
-	q := map[string]string{"list-type": "2", "prefix": prefix, "max-keys": strconv.Itoa(max), "encoding-type": "url"}
+func (s *Store) listPage(ctx context.Context, bucket, prefix, token string, max int32) (*s3.ListObjectsV2Output, error) {
+	in := &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix, MaxKeys: &max, EncodingType: types.EncodingTypeUrl}
 	if token != "" {
-		q["continuation-token"] = token
+		in.ContinuationToken = &token
 	}
-	resp, err := s.do(ctx, &call{method: http.MethodGet, bucket: bucket, query: q})
+	out, err := call(s, bucket, func(o ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
+		return s.c.ListObjectsV2(ctx, in, o...)
+	})
 	if err != nil {
-		return nil, err
+		return nil, s.describe(err)
 	}
-	var res listResult
-	if err := decodeXML(resp, &res); err != nil {
-		return nil, err
-	}
-	if res.EncodingType == "url" {
-		for i := range res.Contents {
-			k, err := url.QueryUnescape(res.Contents[i].Key)
+	if out.EncodingType == types.EncodingTypeUrl {
+		for i := range out.Contents {
+			k, err := url.QueryUnescape(aws.ToString(out.Contents[i].Key))
 			if err != nil {
-				return nil, fmt.Errorf("listing: key %q: %v", res.Contents[i].Key, err)
+				return nil, fmt.Errorf("listing: key %q: %v", aws.ToString(out.Contents[i].Key), err)
 			}
-			res.Contents[i].Key = k
+			out.Contents[i].Key = &k
 		}
 	}
-	return &res, nil
+	return out, nil
+}
+
+// unsigned sends a body as UNSIGNED-PAYLOAD instead of hashing it first
+// (a second read of every byte): the CRC32C header, which the server
+// checks, is what guards it.
+func unsigned(o *s3.Options) {
+	o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
+}
+
+// put makes the object u from n bytes of f in one PutObject, with their
+// CRC32C. S3 makes it visible only when the whole body has come.
+func (s *Store) put(ctx context.Context, u URL, f *os.File, n int64) error {
+	sum, err := crc32c(f, 0, n)
+	if err != nil {
+		return err
+	}
+	_, err = call(s, u.Bucket, func(o ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+		return s.c.PutObject(ctx, &s3.PutObjectInput{Bucket: &u.Bucket, Key: &u.Key,
+			Body: io.NewSectionReader(f, 0, n), ContentLength: &n, ChecksumCRC32C: &sum,
+			ContentType: aws.String("application/octet-stream")}, append(o, unsigned)...)
+	})
+	return s.describe(err)
 }
 
 // createUpload starts a multipart upload (CreateMultipartUpload) whose
 // parts carry CRC32C checksums.
 func (s *Store) createUpload(ctx context.Context, u URL) (string, error) {
-	resp, err := s.do(ctx, &call{method: http.MethodPost, bucket: u.Bucket, key: u.Key,
-		query:  map[string]string{"uploads": ""},
-		header: http.Header{"Content-Type": {"application/octet-stream"}, "X-Amz-Checksum-Algorithm": {"CRC32C"}}})
+	out, err := call(s, u.Bucket, func(o ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error) {
+		return s.c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &u.Bucket, Key: &u.Key,
+			ChecksumAlgorithm: types.ChecksumAlgorithmCrc32c, ContentType: aws.String("application/octet-stream")}, o...)
+	})
 	if err != nil {
-		return "", err
+		return "", s.describe(err)
 	}
-	var res struct{ UploadId string }
-	if err := decodeXML(resp, &res); err != nil {
-		return "", err
-	}
-	if res.UploadId == "" {
+	if aws.ToString(out.UploadId) == "" {
 		return "", errors.New("the server started a multipart upload without an UploadId")
 	}
-	return res.UploadId, nil
-}
-
-// completePart is a part as CompleteMultipartUpload lists it.
-type completePart struct {
-	PartNumber     int
-	ETag           string
-	ChecksumCRC32C string `xml:",omitempty"`
+	return *out.UploadId, nil
 }
 
 // putPart uploads part number of the upload: n bytes of f from off, with
 // their CRC32C, which the server checks.
-func (s *Store) putPart(ctx context.Context, u URL, id string, number int, f *os.File, off, n int64) (completePart, error) {
+func (s *Store) putPart(ctx context.Context, u URL, id string, number int32, f *os.File, off, n int64) (types.CompletedPart, error) {
 	sum, err := crc32c(f, off, n)
 	if err != nil {
-		return completePart{}, err
+		return types.CompletedPart{}, err
 	}
-	resp, err := s.do(ctx, &call{method: http.MethodPut, bucket: u.Bucket, key: u.Key, file: f, off: off, n: n,
-		query:  map[string]string{"partNumber": strconv.Itoa(number), "uploadId": id},
-		header: http.Header{"X-Amz-Checksum-Crc32c": {sum}}})
+	out, err := call(s, u.Bucket, func(o ...func(*s3.Options)) (*s3.UploadPartOutput, error) {
+		return s.c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &u.Bucket, Key: &u.Key, UploadId: &id, PartNumber: &number,
+			Body: io.NewSectionReader(f, off, n), ContentLength: &n, ChecksumCRC32C: &sum}, append(o, unsigned)...)
+	})
 	if err != nil {
-		return completePart{}, s.describe(err)
+		return types.CompletedPart{}, s.describe(err)
 	}
-	drain(resp)
-	return completePart{PartNumber: number, ETag: resp.Header.Get("ETag"), ChecksumCRC32C: sum}, nil
+	return types.CompletedPart{PartNumber: &number, ETag: out.ETag, ChecksumCRC32C: &sum}, nil
 }
 
-// complete completes the upload (CompleteMultipartUpload). Its answer
-// may be a 200 whose body is an error: that is a failure too.
-func (s *Store) complete(ctx context.Context, u URL, id string, parts []completePart) error {
-	body, err := xml.Marshal(struct {
-		XMLName xml.Name       `xml:"CompleteMultipartUpload"`
-		Parts   []completePart `xml:"Part"`
-	}{Parts: parts})
-	if err != nil {
-		return err
-	}
-	// S3 may answer 200 and put an error in the body, after it has sent
-	// the headers: a transient one (InternalError, SlowDown) is tried
-	// again, as S3's documentation says. And a Complete that was done
-	// but whose answer was lost is tried again by do and finds the
-	// upload gone (NoSuchUpload): the object then says whether it was
-	// made by it (found in review: the run failed though the object was
-	// there).
+// complete completes the upload (CompleteMultipartUpload). S3 may answer
+// 200 and put an error in the body: a transient one (InternalError,
+// SlowDown) is tried again, as S3's documentation says. And a Complete
+// that was done but whose answer was lost is tried again by the retryer
+// and finds the upload gone (NoSuchUpload): the object then says whether
+// it was made by it (found in review: the run failed though the object
+// was there).
+func (s *Store) complete(ctx context.Context, u URL, id string, parts []types.CompletedPart) error {
 	for try := 0; ; try++ {
-		resp, err := s.do(ctx, &call{method: http.MethodPost, bucket: u.Bucket, key: u.Key, body: body,
-			query:  map[string]string{"uploadId": id},
-			header: http.Header{"Content-Type": {"application/xml"}}})
-		var re *ResponseError
-		if errors.As(err, &re) && re.Code == "NoSuchUpload" && s.completed(ctx, u, parts) {
+		_, err := call(s, u.Bucket, func(o ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
+			return s.c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &u.Bucket, Key: &u.Key, UploadId: &id,
+				MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}, o...)
+		})
+		err = s.describe(err)
+		var e *Error
+		if !errors.As(err, &e) {
+			return err
+		}
+		if e.Code == "NoSuchUpload" && s.completed(ctx, u, parts) {
 			return nil
 		}
-		if err != nil {
-			return s.describe(err)
+		if try >= retries || (e.Code != "InternalError" && e.Code != "SlowDown" && e.Code != "ServiceUnavailable") {
+			return err
 		}
-		var res struct {
-			XMLName       xml.Name
-			Code, Message string
-		}
-		if err := decodeXML(resp, &res); err != nil {
-			return s.describe(err)
-		}
-		if res.XMLName.Local != "Error" {
-			return nil
-		}
-		e := &ResponseError{StatusCode: resp.StatusCode, Code: res.Code, Message: res.Message}
-		if try >= retries || (res.Code != "InternalError" && res.Code != "SlowDown" && res.Code != "ServiceUnavailable") {
-			return s.describe(e)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff(try)):
+		if err := sleep(ctx, backoff(try)); err != nil {
+			return err
 		}
 	}
 }
@@ -157,14 +138,14 @@ func (s *Store) complete(ctx context.Context, u URL, id string, parts []complete
 // parts made: its ETag is S3's multipart ETag of these parts, the MD5 of
 // their MD5s followed by "-N" (a server that makes ETags otherwise is
 // not taken at its word: the failure is reported).
-func (s *Store) completed(ctx context.Context, u URL, parts []completePart) bool {
+func (s *Store) completed(ctx context.Context, u URL, parts []types.CompletedPart) bool {
 	info, err := s.Stat(ctx, u)
 	if err != nil {
 		return false
 	}
 	h := md5.New()
 	for _, p := range parts {
-		b, err := hex.DecodeString(strings.Trim(p.ETag, `"`))
+		b, err := hex.DecodeString(strings.Trim(aws.ToString(p.ETag), `"`))
 		if err != nil || len(b) != md5.Size {
 			return false
 		}
@@ -176,37 +157,28 @@ func (s *Store) completed(ctx context.Context, u URL, parts []completePart) bool
 // abortUpload aborts a multipart upload (AbortMultipartUpload): the
 // server deletes its parts.
 func (s *Store) abortUpload(ctx context.Context, u URL, id string) error {
-	resp, err := s.do(ctx, &call{method: http.MethodDelete, bucket: u.Bucket, key: u.Key,
-		query: map[string]string{"uploadId": id}})
-	if err != nil {
-		return err
-	}
-	drain(resp)
-	return nil
+	_, err := call(s, u.Bucket, func(o ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error) {
+		return s.c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &u.Bucket, Key: &u.Key, UploadId: &id}, o...)
+	})
+	return s.describe(err)
 }
 
-// uploadList is what ListMultipartUploads says.
-type uploadList struct {
-	Uploads []struct {
-		Key       string
-		UploadID  string `xml:"UploadId"`
-		Initiated time.Time
-	} `xml:"Upload"`
-}
-
-// listUploads lists the unfinished multipart uploads of keys starting
-// with u's key (ListMultipartUploads, the first 1000).
-func (s *Store) listUploads(ctx context.Context, u URL) (*uploadList, error) {
-	resp, err := s.do(ctx, &call{method: http.MethodGet, bucket: u.Bucket,
-		query: map[string]string{"uploads": "", "prefix": u.Key, "max-uploads": "1000"}})
-	if err != nil {
-		return nil, err
+// uploadGone asks the server (ListParts) whether the upload id is gone:
+// true when it answers NoSuchUpload (or 404), false while it still lists
+// the upload, with or without parts, and false with the error when it
+// cannot say.
+func (s *Store) uploadGone(ctx context.Context, u URL, id string) (bool, error) {
+	_, err := call(s, u.Bucket, func(o ...func(*s3.Options)) (*s3.ListPartsOutput, error) {
+		return s.c.ListParts(ctx, &s3.ListPartsInput{Bucket: &u.Bucket, Key: &u.Key, UploadId: &id, MaxParts: aws.Int32(1)}, o...)
+	})
+	if err == nil {
+		return false, nil
 	}
-	var res uploadList
-	if err := decodeXML(resp, &res); err != nil {
-		return nil, err
+	err = s.describe(err)
+	if e := (*Error)(nil); errors.As(err, &e) && (e.Code == "NoSuchUpload" || e.Status == http.StatusNotFound) {
+		return true, nil
 	}
-	return &res, nil
+	return false, err
 }
 
 // crc32c is the CRC32C of n bytes of f from off, as S3's checksum
@@ -219,25 +191,4 @@ func crc32c(f *os.File, off, n int64) (string, error) {
 		return "", err
 	}
 	return base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, h.Sum32())), nil
-}
-
-// decodeXML reads an answer's XML body (at most 16 MiB) into v and
-// closes it.
-func decodeXML(resp *http.Response, v any) error {
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return err
-	}
-	if err := xml.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("the server's answer is not the XML expected: %v (%q)", err, strings.TrimSpace(string(body[:min(len(body), 200)])))
-	}
-	return nil
-}
-
-// drain reads what is left of an answer and closes it, so that its
-// connection is reused.
-func drain(resp *http.Response) {
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	resp.Body.Close()
 }

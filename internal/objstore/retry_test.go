@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -61,17 +64,18 @@ func testStore(t *testing.T, h http.Handler) *Store {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	getenv := func(k string) string {
-		return map[string]string{"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"}[k]
-	}
-	s, err := New(&Config{Endpoint: srv.URL}, getenv)
+	isolate(t)
+	t.Setenv("AWS_ENDPOINT_URL", srv.URL)
+	t.Setenv("AWS_ACCESS_KEY_ID", "k")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
+	s, err := New(context.Background(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-// TestTransientRetried: a 503 (retried by Store.do) and a body that
+// TestTransientRetried: a 503 (retried by the SDK's retryer) and a body that
 // breaks off (retried by getRange, from the start of its range) cost
 // tries, not the transfer; past the bound, the failure is reported in
 // one line naming what happened.
@@ -181,7 +185,152 @@ func TestListTruncatedWithoutToken(t *testing.T) {
 		w.Header().Set("Content-Type", "application/xml")
 		fmt.Fprint(w, `<ListBucketResult><IsTruncated>true</IsTruncated><Contents><Key>p/a.npy</Key><Size>1</Size></Contents></ListBucketResult>`)
 	}))
-	if _, err := s.List(context.Background(), URL{Bucket: "bkt", Key: "p/"}); err == nil || !strings.Contains(err.Error(), "truncated") {
-		t.Errorf("List: %v", err)
+	var last error
+	for _, err := range s.List(context.Background(), URL{Bucket: "bkt", Key: "p/"}) {
+		last = err
+	}
+	if last == nil || !strings.Contains(last.Error(), "truncated") {
+		t.Errorf("List: %v", last)
+	}
+}
+
+// sink is a server that takes multipart uploads and drops their bytes,
+// reading each body through a small buffer.
+type sink struct{ bytes atomic.Int64 }
+
+func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	switch {
+	case r.Method == http.MethodPost && q.Has("uploads"):
+		fmt.Fprint(w, `<InitiateMultipartUploadResult><UploadId>u1</UploadId></InitiateMultipartUploadResult>`)
+	case r.Method == http.MethodPut:
+		n, _ := io.CopyBuffer(io.Discard, r.Body, make([]byte, 32<<10))
+		s.bytes.Add(n)
+		w.Header().Set("ETag", `"`+q.Get("partNumber")+`"`)
+	case r.Method == http.MethodPost:
+		io.Copy(io.Discard, r.Body)
+		fmt.Fprint(w, `<CompleteMultipartUploadResult><Key>k</Key></CompleteMultipartUploadResult>`)
+	default:
+		w.WriteHeader(http.StatusMethodNotAllowed)
+	}
+}
+
+// An upload's memory does not grow with the object: parts are read from
+// the file by position as they are sent, never held (the SDK's transfer
+// manager holds a buffer per part in flight: 8 of 8 MiB here, 64 MiB).
+func TestUploadMemoryBounded(t *testing.T) {
+	defer func(p int64) { partSize = p }(partSize)
+	partSize = 8 << 20
+	const size = 96 << 20
+	f, err := os.CreateTemp(t.TempDir(), "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	srv := &sink{}
+	s := testStore(t, srv)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if err := s.Upload(context.Background(), URL{Bucket: "bkt", Key: "k"}, f, size); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if srv.bytes.Load() != size {
+		t.Fatalf("the server got %d bytes, want %d", srv.bytes.Load(), size)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+		t.Errorf("an upload of %d MiB allocated %d MiB", size>>20, alloc>>20)
+	} else {
+		t.Logf("an upload of %d MiB allocated %.1f MiB", size>>20, float64(alloc)/(1<<20))
+	}
+}
+
+// A listing is a stream of pages: the first object comes after one page
+// was asked for, and keys out of byte order are an error, not a walk in
+// another order.
+func TestListPaged(t *testing.T) {
+	f := newFake(t)
+	f.pageMax = 2
+	for _, k := range []string{"p/a.npy", "p/b.npy", "p/c.npy", "p/d.npy", "p/e.npy"} {
+		f.objects["bkt/"+k] = []byte("x")
+	}
+	s := fakeStore(t, f, f.creds)
+	var got []string
+	for o, err := range s.List(context.Background(), URL{Bucket: "bkt", Key: "p/"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, o.Rel)
+		if len(got) == 1 && len(f.log) != 1 {
+			t.Errorf("%d requests before the first object, want 1", len(f.log))
+		}
+	}
+	if strings.Join(got, " ") != "a.npy b.npy c.npy d.npy e.npy" || len(f.log) != 3 {
+		t.Errorf("listed %q in %d requests", got, len(f.log))
+	}
+	unsorted := testStore(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>p/b.npy</Key><Size>1</Size></Contents><Contents><Key>p/a.npy</Key><Size>1</Size></Contents></ListBucketResult>`)
+	}))
+	var last error
+	for _, err := range unsorted.List(context.Background(), URL{Bucket: "bkt", Key: "p/"}) {
+		last = err
+	}
+	if last == nil || !strings.Contains(last.Error(), "not in byte-wise key order") {
+		t.Errorf("an unsorted listing: %v", last)
+	}
+}
+
+// chunked answers a ranged GET of a 1 MiB object in chunks (no
+// Content-Length), as a server streaming from its disk does: the end of
+// the body is a last chunk that comes after the bytes asked for.
+type chunked struct{}
+
+func (chunked) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	const size = 1 << 20
+	var first, last int
+	fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-%d", &first, &last)
+	last = min(last, size-1)
+	w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", first, last, size))
+	w.WriteHeader(http.StatusPartialContent)
+	for n := last - first + 1; n > 0; n -= 64 << 10 {
+		w.Write(make([]byte, min(n, 64<<10)))
+		w.(http.Flusher).Flush()
+	}
+}
+
+// Reads keep their connection for the next request: a body is read to
+// its end before it is closed (net/http drops a connection whose body
+// is closed before its end is seen, and a new one costs a round trip to
+// the server, two more with TLS).
+func TestConnectionsKept(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(chunked{})
+	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	isolate(t)
+	t.Setenv("AWS_ENDPOINT_URL_S3", srv.URL)
+	t.Setenv("AWS_ACCESS_KEY_ID", "k")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
+	s, err := New(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	for range 5 {
+		if _, _, err := s.ReadFirst(context.Background(), URL{Bucket: "bkt", Key: "k"}, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("5 reads opened %d connections, want 1", n)
 	}
 }

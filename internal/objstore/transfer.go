@@ -5,13 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
+	"iter"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
 // Object is one object of a listing.
@@ -21,42 +23,55 @@ type Object struct {
 	Size int64
 }
 
-// List lists every object under the prefix u (ListObjectsV2, recursive),
-// sorted by key byte by byte: S3 lists keys in UTF-8 binary order, which
-// is the byte-wise order a directory walk sorts its relative paths in,
-// so a prefix and a directory holding the same names list alike. Keys
-// ending in "/" (folder markers) are left out. A prefix is listed with
-// its final "/" added (s3://b/data lists data/…, not data2/…).
-func (s *Store) List(ctx context.Context, u URL) ([]Object, error) {
-	prefix := u.Key
-	if prefix != "" && !strings.HasSuffix(prefix, "/") {
-		prefix += "/"
-	}
-	var out []Object
-	token := ""
-	for {
-		res, err := s.listPage(ctx, u.Bucket, prefix, token, 1000)
-		if err != nil {
-			return nil, s.describe(err)
+// List yields every object under the prefix u (ListObjectsV2,
+// recursive) page by page as the server sends them, never the whole
+// listing: memory is one page, whatever the number of keys. Keys come
+// sorted byte by byte: S3 lists keys in UTF-8 binary order, which is the
+// byte-wise order a directory walk sorts its relative paths in, so a
+// prefix and a directory holding the same names list alike; a server
+// that lists them otherwise is an error, not a walk in another order.
+// Keys ending in "/" (folder markers) are left out. A prefix is listed
+// with its final "/" added (s3://b/data lists data/..., not data2/...).
+// The first error ends the listing.
+func (s *Store) List(ctx context.Context, u URL) iter.Seq2[Object, error] {
+	return func(yield func(Object, error) bool) {
+		prefix := u.Key
+		if prefix != "" && !strings.HasSuffix(prefix, "/") {
+			prefix += "/"
 		}
-		for _, o := range res.Contents {
-			if strings.HasSuffix(o.Key, "/") {
-				continue
+		token, last := "", ""
+		for {
+			res, err := s.listPage(ctx, u.Bucket, prefix, token, 1000)
+			if err != nil {
+				yield(Object{}, err)
+				return
 			}
-			out = append(out, Object{Key: o.Key, Rel: strings.TrimPrefix(o.Key, prefix), Size: o.Size})
+			for _, o := range res.Contents {
+				key := aws.ToString(o.Key)
+				if key <= last && last != "" {
+					yield(Object{}, &Error{Msg: fmt.Sprintf("the server listed %q after %q: not in byte-wise key order", key, last)})
+					return
+				}
+				last = key
+				if strings.HasSuffix(key, "/") {
+					continue
+				}
+				if !yield(Object{Key: key, Rel: strings.TrimPrefix(key, prefix), Size: aws.ToInt64(o.Size)}, nil) {
+					return
+				}
+			}
+			if !aws.ToBool(res.IsTruncated) {
+				return
+			}
+			token = aws.ToString(res.NextContinuationToken)
+			if token == "" {
+				// A listing that says it is cut short but not where to go
+				// on: what it holds is not the whole prefix.
+				yield(Object{}, &Error{Msg: fmt.Sprintf("the listing of %s is truncated but the server gave no continuation token", URL{Bucket: u.Bucket, Key: prefix})})
+				return
+			}
 		}
-		if !res.IsTruncated {
-			break
-		}
-		if res.NextContinuationToken == "" {
-			// A listing that says it is cut short but not where to go on:
-			// what it holds is not the whole prefix.
-			return nil, &Error{Msg: fmt.Sprintf("the listing of %s is truncated but the server gave no continuation token", URL{Bucket: u.Bucket, Key: prefix})}
-		}
-		token = res.NextContinuationToken
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out, nil
 }
 
 // IsDir says whether u is walked like a directory: a prefix by its form
@@ -126,13 +141,6 @@ func (s *Store) Download(ctx context.Context, u URL, f *os.File, from, size int6
 	return first
 }
 
-// Upload makes the object u from the first size bytes of f. An object
-// up to partSize is one PUT, which S3 makes visible only when the whole
-// body has come (a PUT cut short leaves nothing). A larger one is a
-// multipart upload whose parts are read from f by position (a bounded
-// number in flight, each streamed from the file, not held in memory) and
-// completed at the end; any failure, or AbortAll (a signal), aborts it,
-// so neither an object nor an upload is left behind.
 // maxParts is S3's limit on the parts of one upload.
 const maxParts = 10000
 
@@ -148,21 +156,22 @@ func partSizeFor(size int64) int64 {
 	return (size/maxParts + mib) / mib * mib
 }
 
+// Upload makes the object u from the first size bytes of f. An object
+// up to partSize is one PUT, which S3 makes visible only when the whole
+// body has come (a PUT cut short leaves nothing). A larger one is a
+// multipart upload whose parts are read from f by position (a bounded
+// number in flight, each streamed from the file, not held in memory) and
+// completed at the end. On a failure, or AbortAll (a signal), the parts
+// in flight are cancelled and waited for, then the upload is aborted and
+// checked gone (abortFully): neither an object nor an upload is left
+// behind. Only uploads this run started are aborted, and those that a
+// run of this host that is over left behind (journal.go): another run
+// may be writing the same key.
 func (s *Store) Upload(ctx context.Context, u URL, f *os.File, size int64) error {
+	s.abortLeftBehind(ctx, u) // journal.go: uploads of runs that are over
 	if size <= partSize {
-		sum, err := crc32c(f, 0, size)
-		if err != nil {
-			return err
-		}
-		resp, err := s.do(ctx, &call{method: http.MethodPut, bucket: u.Bucket, key: u.Key, file: f, off: 0, n: size,
-			header: http.Header{"Content-Type": {"application/octet-stream"}, "X-Amz-Checksum-Crc32c": {sum}}})
-		if err != nil {
-			return s.describe(err)
-		}
-		drain(resp)
-		return nil
+		return s.put(ctx, u, f, size)
 	}
-	started := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ps := partSizeFor(size)
@@ -175,7 +184,7 @@ func (s *Store) Upload(ctx context.Context, u URL, f *os.File, size int64) error
 		wg.Add(-workers)
 		return err
 	}
-	done := make([]completePart, parts)
+	done := make([]types.CompletedPart, parts)
 	var next atomic.Int64
 	var first error
 	var once sync.Once
@@ -189,7 +198,7 @@ func (s *Store) Upload(ctx context.Context, u URL, f *os.File, size int64) error
 				}
 				off := i * ps
 				n := min(ps, size-off)
-				p, err := s.putPart(ctx, u, up.id, int(i)+1, f, off, n)
+				p, err := s.putPart(ctx, u, up.id, int32(i)+1, f, off, n)
 				if err != nil {
 					once.Do(func() { first = err; cancel() })
 					return
@@ -198,6 +207,9 @@ func (s *Store) Upload(ctx context.Context, u URL, f *os.File, size int64) error
 			}
 		}()
 	}
+	// Every part worker has returned before anything else: no part
+	// request is still in flight when the upload is completed or
+	// aborted.
 	wg.Wait()
 	if first == nil {
 		if err := ctx.Err(); err != nil {
@@ -218,25 +230,7 @@ func (s *Store) Upload(ctx context.Context, u URL, f *os.File, size int64) error
 		return first
 	}
 	up.finish()
-	s.abortStale(ctx, u, started)
 	return nil
-}
-
-// abortStale aborts the unfinished multipart uploads of u's key begun
-// before started: ones that a run could not abort (the server was gone
-// when it gave up, or it was killed with SIGKILL). The next run that
-// writes the key, a resumed batch, leaves none behind. Failures here are
-// not the upload's: it is complete.
-func (s *Store) abortStale(ctx context.Context, u URL, started time.Time) {
-	res, err := s.listUploads(ctx, u)
-	if err != nil {
-		return
-	}
-	for _, m := range res.Uploads {
-		if m.Key == u.Key && m.Initiated.Before(started) {
-			_ = s.abortUpload(ctx, u, m.UploadID)
-		}
-	}
 }
 
 // An upload in flight, known to AbortAll.
@@ -290,9 +284,10 @@ func (s *Store) begin(ctx context.Context, u URL, cancel context.CancelFunc, par
 	delete(creating, &cancel)
 	listMu.Unlock()
 	if err != nil {
-		return nil, s.describe(err)
+		return nil, err
 	}
 	up := &upload{s: s, u: u, id: id, cancel: cancel, parts: parts}
+	s.record(u, id)
 	listMu.Lock()
 	uploads[up] = true
 	listMu.Unlock()
@@ -300,6 +295,7 @@ func (s *Store) begin(ctx context.Context, u URL, cancel context.CancelFunc, par
 }
 
 func (up *upload) finish() {
+	up.s.forget(up.u, up.id)
 	listMu.Lock()
 	delete(uploads, up)
 	listMu.Unlock()
@@ -310,31 +306,38 @@ func (up *upload) finish() {
 func (up *upload) abort() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	up.abortFully(ctx)
-	up.finish()
+	if up.abortFully(ctx) {
+		up.finish()
+		return
+	}
+	// Not seen gone: its journal file is kept, for the next run.
+	listMu.Lock()
+	delete(uploads, up)
+	listMu.Unlock()
 }
 
-// abortFully aborts the upload until the server no longer lists it. A
-// part whose body had arrived when the abort came may still be stored
-// after it, and bring the upload back: S3's documentation says to abort
-// again until it is gone (versitygw did this here under SIGINT, 1 run of
-// 3: a part written after the abort left the upload listed).
-func (up *upload) abortFully(ctx context.Context) {
-	for try := 0; try < 5 && ctx.Err() == nil; try++ {
+// abortTries bounds abortFully: so many aborts, each checked.
+const abortTries = 5
+
+// abortFully aborts the upload until ListParts says it is gone. A part
+// whose body had arrived when the abort came may still be stored after
+// it, and bring the upload back: AWS's AbortMultipartUpload
+// documentation says to abort again until it is gone (versitygw did this
+// here under SIGINT: a part written after the abort left the upload
+// listed). It stops when the server cannot be asked (gone, or the
+// context ended), and says whether the upload was seen gone.
+func (up *upload) abortFully(ctx context.Context) bool {
+	for try := 0; try < abortTries && ctx.Err() == nil; try++ {
 		_ = up.s.abortUpload(ctx, up.u, up.id)
-		res, err := up.s.listUploads(ctx, up.u)
-		if err != nil {
-			return
+		gone, err := up.s.uploadGone(ctx, up.u, up.id)
+		if gone || err != nil {
+			return gone
 		}
-		listed := false
-		for _, m := range res.Uploads {
-			listed = listed || m.UploadID == up.id
+		if sleep(ctx, 100*time.Millisecond<<try) != nil {
+			return false
 		}
-		if !listed {
-			return
-		}
-		time.Sleep(100 * time.Millisecond << try)
 	}
+	return false
 }
 
 // AbortAll aborts every multipart upload in flight, at once, waiting at
@@ -373,7 +376,9 @@ func AbortAll() {
 			case <-stopped:
 			case <-time.After(time.Second):
 			}
-			up.abortFully(ctx)
+			if up.abortFully(ctx) {
+				up.s.forget(up.u, up.id)
+			}
 		}()
 	}
 	wg.Wait()

@@ -2,6 +2,7 @@ package walk
 
 import (
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -74,8 +75,8 @@ func TestCheckRel(t *testing.T) {
 			t.Errorf("%q refused: %v", rel, err)
 		}
 	}
-	l := objectList(0, []fileio.Entry{
-		{Name: "s3://b/data/ok.npy", Rel: "ok.npy"}, {Name: "s3://b/data/../../escaped.npy", Rel: "../../escaped.npy"}})
+	l := objectList(0, "s3://b/data/", entries(
+		fileio.Entry{Name: "s3://b/data/ok.npy", Rel: "ok.npy"}, fileio.Entry{Name: "s3://b/data/../../escaped.npy", Rel: "../../escaped.npy"}))
 	var got []string
 	for it, ok := l.next(); ok; it, ok = l.next() {
 		got = append(got, fmt.Sprint(it.Rel, " ", it.Err != nil))
@@ -83,4 +84,42 @@ func TestCheckRel(t *testing.T) {
 	if strings.Join(got, ",") != "ok.npy false,../../escaped.npy true" {
 		t.Errorf("listing: %v", got)
 	}
+}
+
+// entries is a listing of these entries, as a place yields it.
+func entries(es ...fileio.Entry) iter.Seq2[fileio.Entry, error] {
+	return func(yield func(fileio.Entry, error) bool) {
+		for _, e := range es {
+			if !yield(e, nil) {
+				return
+			}
+		}
+	}
+}
+
+// A prefix's listing is pulled as the walk goes, not read whole first:
+// the first item comes after one entry was asked for, and a listing of
+// any length is never held (the walk stops pulling when it stops).
+func TestObjectListPulled(t *testing.T) {
+	pulled := 0
+	seq := func(yield func(fileio.Entry, error) bool) {
+		for i := 0; ; i++ {
+			pulled++
+			rel := fmt.Sprintf("%09d.npy", i)
+			if !yield(fileio.Entry{Name: "s3://b/p/" + rel, Rel: rel, Size: 1}, nil) {
+				return
+			}
+		}
+	}
+	l := objectList(0, "s3://b/p/", seq)
+	for i := range 3 {
+		it, ok := l.next()
+		if !ok || it.Rel != fmt.Sprintf("%09d.npy", i) {
+			t.Fatalf("item %d: %v %v", i, it, ok)
+		}
+		if pulled != i+1 {
+			t.Fatalf("after %d items, %d entries pulled", i+1, pulled)
+		}
+	}
+	l.close()
 }

@@ -8,6 +8,7 @@ package s3
 
 import (
 	"context"
+	"iter"
 	"os"
 
 	fileio "github.com/depthspace/depthspace/internal/io"
@@ -16,8 +17,9 @@ import (
 
 func init() { fileio.Register(objstore.Scheme, place{}) }
 
-// place adapts objstore's client, made once from the environment
-// (objstore.Default), to fileio.Place: names are s3:// URLs, already
+// place adapts objstore's client, made once from the environment and
+// the run's options (objstore.Default, fileio.ObjectOptions), to
+// fileio.Place: names are s3:// URLs, already
 // checked by Parse where it matters.
 type place struct{}
 
@@ -27,8 +29,12 @@ func (place) Parse(name string) (bool, error) {
 }
 
 func (place) Ready() error {
-	_, err := objstore.Default()
+	_, err := defaultStore()
 	return err
+}
+
+func defaultStore() (*objstore.Store, error) {
+	return objstore.Default(objstore.Options{Anonymous: fileio.ObjectOptions.Anonymous})
 }
 
 // store is the client and name's URL: every method after Ready.
@@ -37,7 +43,7 @@ func store(name string) (*objstore.Store, objstore.URL, error) {
 	if err != nil {
 		return nil, u, err
 	}
-	s, err := objstore.Default()
+	s, err := defaultStore()
 	return s, u, err
 }
 
@@ -80,18 +86,21 @@ func (place) IsDir(name string) bool {
 	return err == nil && s.IsDir(context.Background(), u)
 }
 
-func (place) List(name string) ([]fileio.Entry, error) {
-	s, u, err := store(name)
-	if err != nil {
-		return nil, err
+func (place) List(name string) iter.Seq2[fileio.Entry, error] {
+	return func(yield func(fileio.Entry, error) bool) {
+		s, u, err := store(name)
+		if err != nil {
+			yield(fileio.Entry{}, err)
+			return
+		}
+		for o, err := range s.List(context.Background(), u) {
+			if err != nil {
+				yield(fileio.Entry{}, err)
+				return
+			}
+			if !yield(fileio.Entry{Name: objstore.URL{Bucket: u.Bucket, Key: o.Key}.String(), Rel: o.Rel, Size: o.Size}, nil) {
+				return
+			}
+		}
 	}
-	objs, err := s.List(context.Background(), u)
-	if err != nil {
-		return nil, err
-	}
-	entries := make([]fileio.Entry, len(objs))
-	for i, o := range objs {
-		entries[i] = fileio.Entry{Name: objstore.URL{Bucket: u.Bucket, Key: o.Key}.String(), Rel: o.Rel, Size: o.Size}
-	}
-	return entries, nil
 }

@@ -1,0 +1,19 @@
+package cli
+
+import (
+	"github.com/spf13/pflag"
+
+	fileio "github.com/depthspace/depthspace/internal/io"
+)
+
+// defaultIOJobs is how many object transfers a run keeps in flight by
+// default: enough to hide a remote region's round trips behind each
+// other (docs/objects.md, "Objects in flight", says how it was chosen).
+const defaultIOJobs = 16
+
+// objectFlags are the flags of runs that name s3:// URLs, on every
+// command that reads tensors (inputFlags.register).
+func objectFlags(fl *pflag.FlagSet) {
+	fl.BoolVar(&fileio.ObjectOptions.Anonymous, "no-sign-request", false, "s3://: send requests unsigned, to read a public bucket without credentials (as the AWS CLI's flag)")
+	fl.IntVar(&fileio.ObjectOptions.Transfers, "io-jobs", defaultIOJobs, "s3://: files a batch keeps in flight (`N`), downloading, computing or uploading; apart from -j, which counts CPU threads")
+}
