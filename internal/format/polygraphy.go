@@ -1373,6 +1373,13 @@ func openPolygraphy(b []byte, opt OpenOptions) (*Archive, error) {
 // --load-outputs` and depthspace compare read (`polygraphy data to-input`
 // turns it into an input list).
 func createPolygraphy(w io.Writer, members []MemberSpec, meta any) (MemberWriter, error) {
+	for _, m := range members {
+		if !utf8.ValidString(m.Name) {
+			// An npz member's name can be any bytes; JSON would write
+			// U+FFFD in their place, another name.
+			return nil, fmt.Errorf("polygraphy member %q: the name is not UTF-8, and a Polygraphy file (JSON) holds UTF-8 names only", m.Name)
+		}
+	}
 	m, _ := meta.(*PolygraphyMeta)
 	if m != nil && !sameNames(m.Names, members) {
 		m = nil
