@@ -2,6 +2,8 @@ package format
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 )
@@ -12,8 +14,6 @@ import (
 // bytes that are not UTF-8, unzip stripping "../", are never left to
 // happen. (tar's names: pipeline's TestTarNamesNotCarried.)
 func TestContainerNames(t *testing.T) {
-	u1, _ := ParseDType("|u1")
-	h := Header{DType: u1, Shape: []int{2}}
 	for _, c := range []struct {
 		kind Kind
 		name string
@@ -36,24 +36,13 @@ func TestContainerNames(t *testing.T) {
 		{KindPolygraphy, "../x", ""},
 		{KindPolygraphy, "a\xffb", `polygraphy member "a\xffb": the name is not UTF-8`},
 	} {
-		f := Lookup(c.kind)
-		var buf bytes.Buffer
-		members := []MemberSpec{{Name: c.name, Header: h}}
-		mw, err := f.Create(&buf, members, nil)
-		if err == nil {
-			var w interface{ Write([]byte) (int, error) }
-			if w, err = mw.Member(c.name, h); err == nil {
-				if _, err = w.Write([]byte{1, 2}); err == nil {
-					err = mw.Close()
-				}
-			}
-		}
+		b, err := writeNamed(c.kind, c.name)
 		if c.want != "" {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%s %q: got %v, want %q", c.kind, c.name, err, c.want)
 			}
-			if buf.Len() != 0 {
-				t.Errorf("%s %q: %d bytes written before the refusal", c.kind, c.name, buf.Len())
+			if len(b) != 0 {
+				t.Errorf("%s %q: %d bytes written before the refusal", c.kind, c.name, len(b))
 			}
 			continue
 		}
@@ -61,9 +50,40 @@ func TestContainerNames(t *testing.T) {
 			t.Errorf("%s %q: %v", c.kind, c.name, err)
 			continue
 		}
-		ar, err := f.Open(buf.Bytes(), OpenOptions{})
-		if err != nil || len(ar.Members) != 1 || ar.Members[0].Name != c.name {
-			t.Errorf("%s %q: read back %v, %v", c.kind, c.name, ar, err)
+		if err := readsBackOne(c.kind, b, c.name); err != nil {
+			t.Errorf("%s %q: %v", c.kind, c.name, err)
 		}
 	}
+}
+
+// writeNamed writes a container of kind holding one uint8 [2] member of
+// that name: its bytes, or the error that refused it (and what had been
+// written by then).
+func writeNamed(kind Kind, name string) ([]byte, error) {
+	u1, _ := ParseDType("|u1")
+	h := Header{DType: u1, Shape: []int{2}}
+	var buf bytes.Buffer
+	mw, err := Lookup(kind).Create(&buf, []MemberSpec{{Name: name, Header: h}}, nil)
+	if err == nil {
+		var w io.Writer
+		if w, err = mw.Member(name, h); err == nil {
+			if _, err = w.Write([]byte{1, 2}); err == nil {
+				err = mw.Close()
+			}
+		}
+	}
+	return buf.Bytes(), err
+}
+
+// readsBackOne says how a container writeNamed wrote does not read back
+// as that one member, or nil.
+func readsBackOne(kind Kind, b []byte, name string) error {
+	ar, err := Lookup(kind).Open(b, OpenOptions{})
+	if err != nil {
+		return err
+	}
+	if len(ar.Members) != 1 || ar.Members[0].Name != name || !bytes.Equal(ar.Members[0].Data, []byte{1, 2}) {
+		return fmt.Errorf("read back %d members, the first %q", len(ar.Members), ar.Members[0].Name)
+	}
+	return nil
 }
