@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -640,10 +641,14 @@ const maxCFADim = 16
 
 // cfaPattern reads the raw image's CFA pattern: its repeat size and the
 // colour letters row by row, as stored (relative to the ActiveArea's
-// corner). CFAPattern's values are plane numbers, and CFAPlaneColor
-// (default 0, 1, 2: red, green, blue) gives each plane's colour, as
-// LibRaw and dcraw read it: with plane colours 2, 1, 0 the pattern
-// 0, 1, 1, 2 is BGGR.
+// corner), read as LibRaw and dcraw read them. A CFAPattern value is
+// one of CFAPlaneColor's (default 0, 1, 2), and its position there is
+// the pixel's plane: the three planes of an RGB sensor are red, green and
+// blue in that order (LibRaw's 4channels writes them so), so with plane
+// colours 2, 1, 0 the pattern 0, 1, 1, 2 is BGGR, and with 1, 2, 0 the
+// pattern 1, 2, 2, 0 is RGGB. Plane colours that are not the three of
+// RGB (CYGM: 3, 5, 1, 4) name the colours themselves. Without
+// CFAPlaneColor the values are TIFF/EP's colour codes (0 red … 6 white).
 func (im *dngImage) cfaPattern() (rows, cols int, letters string, err error) {
 	f, d := im.f, im.ifd
 	if im.photometric != photometricCFA {
@@ -666,6 +671,8 @@ func (im *dngImage) cfaPattern() (rows, cols int, letters string, err error) {
 		// that CFAPattern's values are without it (3 cyan ... 6 white).
 		planes = []uint64{0, 1, 2, 3, 4, 5, 6}
 	}
+	// An RGB sensor's three planes, in any order.
+	rgb := len(planes) == 3 && slices.Contains(planes, 0) && slices.Contains(planes, 1) && slices.Contains(planes, 2)
 	for _, c := range planes {
 		if c >= uint64(len(colorLetters)) {
 			return 0, 0, "", tiffError("CFAPlaneColor colour %d is not a CFA colour (0 to 6)", c)
@@ -682,10 +689,15 @@ func (im *dngImage) cfaPattern() (rows, cols int, letters string, err error) {
 	}
 	var sb strings.Builder
 	for _, v := range pat {
-		if v >= uint64(len(planes)) {
-			return 0, 0, "", tiffError("CFAPattern value %d names no plane: CFAPlaneColor has %d (%s)", v, len(planes), planeList(planes))
+		p := slices.Index(planes, v)
+		switch {
+		case p < 0:
+			return 0, 0, "", tiffError("CFAPattern value %d is none of CFAPlaneColor's %d planes (%s)", v, len(planes), planeList(planes))
+		case rgb:
+			sb.WriteByte(colorLetters[p])
+		default:
+			sb.WriteByte(colorLetters[v])
 		}
-		sb.WriteByte(colorLetters[planes[v]])
 	}
 	return int(dim[0]), int(dim[1]), sb.String(), nil
 }

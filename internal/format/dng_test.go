@@ -327,7 +327,7 @@ func FuzzDNG(f *testing.F) {
 	f.Add(setEntry(strips, tagStripOffsets, 4, 3, 8))
 	f.Add(setEntry(strips, tagActiveArea, 4, 4, 64))
 	f.Add(testDNG{w: 8, h: 6, spp: 1, bps: 16, compression: 1, rps: 2, cropOrigin: []uint32{2, 2}, cropSize: []uint32{8, 4}}.build(s))
-	f.Add(testDNG{w: 8, h: 6, spp: 1, bps: 16, compression: 1, rps: 2, pattern: []byte{0, 1, 2, 3},
+	f.Add(testDNG{w: 8, h: 6, spp: 1, bps: 16, compression: 1, rps: 2, pattern: []byte{3, 5, 1, 4},
 		extra: []tiffTestEntry{{tagCFAPlaneColor, 1, 4, []byte{3, 5, 1, 4}}}}.build(s))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, data, err := DecodeDNG(b)
@@ -517,8 +517,10 @@ func TestDNGOverlap(t *testing.T) {
 	}
 }
 
-// TestDNGPlaneColor: CFAPattern's values are planes, CFAPlaneColor their
-// colours; without it they are the TIFF/EP colour codes.
+// TestDNGPlaneColor: a CFAPattern value's position in CFAPlaneColor is
+// its plane, an RGB sensor's planes being red, green, blue in order;
+// other plane colours name themselves; without the tag the values are
+// the TIFF/EP colour codes.
 func TestDNGPlaneColor(t *testing.T) {
 	s := make([]uint16, 8*6)
 	for _, c := range []struct {
@@ -530,8 +532,12 @@ func TestDNGPlaneColor(t *testing.T) {
 		{[]byte{2, 1, 1, 0}, []byte{2, 1, 0}, "rggb", "RG/GB (2x2)"},
 		{[]byte{0, 1, 2, 0}, []byte{1, 0, 2}, "grbg", "GR/BG (2x2)"},
 		{[]byte{2, 1, 0, 2}, []byte{0, 2, 1}, "gbrg", "GB/RG (2x2)"},
-		{[]byte{0, 1, 2, 3}, []byte{3, 5, 1, 4}, "error: a 2x2 CFA pattern CY/GM is not a Bayer pattern (RGGB, BGGR, GRBG, GBRG) but a mosaic of cyan, yellow, green, magenta", "CY/GM (2x2)"},
-		{[]byte{0, 1, 1, 3}, []byte{0, 1, 2}, "error: CFAPattern value 3 names no plane: CFAPlaneColor has 3 (red, green, blue)", "none (CFAPattern value 3 names no plane"},
+		// Plane colours 1, 2, 0: a value's position is its plane, and
+		// planes 0, 1, 2 are red, green, blue (as LibRaw and dcraw read it).
+		{[]byte{1, 2, 2, 0}, []byte{1, 2, 0}, "rggb", "RG/GB (2x2)"},
+		{[]byte{0, 2, 2, 1}, []byte{1, 2, 0}, "bggr", "BG/GR (2x2)"},
+		{[]byte{3, 5, 1, 4}, []byte{3, 5, 1, 4}, "error: a 2x2 CFA pattern CY/GM is not a Bayer pattern (RGGB, BGGR, GRBG, GBRG) but a mosaic of cyan, yellow, green, magenta", "CY/GM (2x2)"},
+		{[]byte{0, 1, 1, 3}, []byte{0, 1, 2}, "error: CFAPattern value 3 is none of CFAPlaneColor's 3 planes (red, green, blue)", "none (CFAPattern value 3 is none"},
 		{[]byte{0, 1, 1, 2}, []byte{0, 1, 7}, "error: CFAPlaneColor colour 7 is not a CFA colour", "none (CFAPlaneColor colour 7"},
 	} {
 		d := testDNG{w: 8, h: 6, spp: 1, bps: 16, compression: 1, rps: 2, pattern: c.pattern,
