@@ -145,6 +145,9 @@ func copyTar(opts Options, r io.Reader, all []byte, drop func(int64), w io.Write
 			c.sample, c.sampleNames = key, map[string]bool{}
 		}
 		if hdr.Typeflag != tar.TypeReg || !isTensorMember(opts.Members, hdr.Name) {
+			if k := format.KindByExtension(hdr.Name); c.unpicked == "" && hdr.Typeflag == tar.TypeReg && k != format.KindNpy && format.InTarShard(k) {
+				c.unpicked = hdr.Name
+			}
 			err = c.copyThrough(hdr, raw)
 		} else {
 			err = c.work(hdr, raw)
@@ -191,6 +194,10 @@ type tarCopy struct {
 	renamed     map[string]string
 	sample      string
 	sampleNames map[string]bool
+	// unpicked is the first tensor member of another format than npy
+	// (a .dng, a .png) that --member did not pick, for the hint of a
+	// shard with nothing to do.
+	unpicked string
 }
 
 func newTarCopy(opts Options, r io.Reader, all []byte, drop func(int64), w io.Writer) *tarCopy {
@@ -401,7 +408,11 @@ func (c *tarCopy) finish() (*Result, error) {
 		if len(c.opts.Members) > 0 {
 			what = "no member matching --member " + strings.Join(c.opts.Members, " --member ")
 		}
-		return nil, pathErr(c.name, fmt.Errorf("the tar shard has %s: nothing to do", what))
+		hint := ""
+		if c.unpicked != "" {
+			hint = fmt.Sprintf(" (to work on %q and its like, pick them with --member '*%s')", c.unpicked, path.Ext(c.unpicked))
+		}
+		return nil, pathErr(c.name, fmt.Errorf("the tar shard has %s: nothing to do%s", what, hint))
 	}
 	if err := c.sw.close(); err != nil {
 		return nil, c.outputErr(err)
