@@ -357,85 +357,86 @@ func (im *dngImage) chunks() error {
 // overlaps refuses strips or tiles that share bytes with each other, with
 // the TIFF header or with an IFD: cameras never write them, and a reader
 // taking them would decode the file's structure as pixels. Chunks in
-// file order (as cameras write them) are checked as they come; others
-// are sorted first, by an index of 4 bytes a chunk (their count is
-// bounded by the file's size: each has 8 bytes of offset and count in it).
+// file order (as cameras write them) are checked as they come, with
+// nothing allocated; others by marking their bytes in a bitmap of the
+// file (an eighth of its size: their bytes together fit in the file,
+// chunks() checked), the first byte found marked naming the overlap.
 func (im *dngImage) overlaps(what string) error {
 	n := im.offsets.len()
+	name := what[:len(what)-1]
 	type span struct {
 		off, end uint64
-		i        int // the chunk's index; -1 the header, -2 an IFD
 		where    string
 	}
-	fixed := []span{{0, 8, -1, "the TIFF header"}}
+	fixed := []span{{0, 8, "the TIFF header"}}
 	for _, d := range im.f.ifds {
-		fixed = append(fixed, span{uint64(d.off), uint64(d.off + d.size), -2, d.where})
+		fixed = append(fixed, span{uint64(d.off), uint64(d.off + d.size), d.where})
 	}
 	sort.Slice(fixed, func(a, b int) bool { return fixed[a].off < fixed[b].off })
-	// As disjoint spans (a hostile file's IFDs may overlap), so that one
-	// pass along the sorted chunks meets each in turn.
-	merged := fixed[:1]
-	for _, s := range fixed[1:] {
-		if last := &merged[len(merged)-1]; s.off < last.end {
-			last.end = max(last.end, s.end)
-			continue
-		}
-		merged = append(merged, s)
-	}
-	fixed = merged
 	chunk := func(i int) span {
 		o := im.offsets.at(i)
-		return span{o, o + im.counts.at(i), i, ""}
+		return span{o, o + im.counts.at(i), ""}
 	}
-	var order []uint32
-	for i, last := 0, uint64(0); i < n; i++ {
+	// which names what chunk i's bytes share: an earlier chunk, the
+	// header or an IFD.
+	which := func(i int) error {
+		c := chunk(i)
+		for j := 0; j < n; j++ {
+			if o := chunk(j); j != i && o.off < o.end && o.off < c.end && c.off < o.end {
+				a, b := min(i, j), max(i, j)
+				ca, cb := chunk(a), chunk(b)
+				return tiffError("%s: %s %d and %s %d overlap (bytes %d to %d and %d to %d of the file)", im.ifd.where, name, a, name, b, ca.off, ca.end, cb.off, cb.end)
+			}
+		}
+		for _, x := range fixed {
+			if x.off < c.end && c.off < x.end {
+				return tiffError("%s: %s %d (bytes %d to %d of the file) overlaps %s (bytes %d to %d)", im.ifd.where, name, i, c.off, c.end, x.where, x.off, x.end)
+			}
+		}
+		return tiffError("%s: %s %d overlaps another part of the file", im.ifd.where, name, i)
+	}
+	// In file order: each chunk after the one before, none over the
+	// header or an IFD (a pass along the sorted fixed spans).
+	inOrder, last, k := true, uint64(0), 0
+	for i := 0; i < n && inOrder; i++ {
 		c := chunk(i)
 		if c.off == c.end {
 			continue
 		}
 		if c.off < last {
-			order = make([]uint32, 0, n)
-			for j := range n {
-				if im.counts.at(j) != 0 {
-					order = append(order, uint32(j))
-				}
-			}
-			sort.Slice(order, func(a, b int) bool { return im.offsets.at(int(order[a])) < im.offsets.at(int(order[b])) })
+			inOrder = false
 			break
-		}
-		last = c.end
-	}
-	name := what[:len(what)-1]
-	prev := span{i: -3}
-	k := 0 // fixed spans before it end before the chunks still to come
-	for j := 0; ; j++ {
-		var i int
-		if order != nil {
-			if j == len(order) {
-				break
-			}
-			i = int(order[j])
-		} else {
-			if j == n {
-				break
-			}
-			i = j
-		}
-		c := chunk(i)
-		if c.off == c.end {
-			continue
-		}
-		if prev.i >= 0 && c.off < prev.end {
-			a, b := min(prev.i, i), max(prev.i, i)
-			return tiffError("%s: %s %d and %s %d overlap (bytes %d to %d and %d to %d of the file)", im.ifd.where, name, a, name, b, im.offsets.at(a), im.offsets.at(a)+im.counts.at(a), im.offsets.at(b), im.offsets.at(b)+im.counts.at(b))
 		}
 		for k < len(fixed) && fixed[k].end <= c.off {
 			k++
 		}
 		if k < len(fixed) && fixed[k].off < c.end {
-			return tiffError("%s: %s %d (bytes %d to %d of the file) overlaps %s (bytes %d to %d)", im.ifd.where, name, i, c.off, c.end, fixed[k].where, fixed[k].off, fixed[k].end)
+			return which(i)
 		}
-		prev = c
+		last = c.end
+	}
+	if inOrder {
+		return nil
+	}
+	marked := make([]uint64, (len(im.f.b)+63)/64)
+	mark := func(off, end uint64) bool { // false if a byte was marked already
+		for p := off; p < end; p++ {
+			if marked[p/64]&(1<<(p%64)) != 0 {
+				return false
+			}
+			marked[p/64] |= 1 << (p % 64)
+		}
+		return true
+	}
+	for _, x := range fixed {
+		for p := x.off; p < min(x.end, uint64(len(im.f.b))); p++ {
+			marked[p/64] |= 1 << (p % 64)
+		}
+	}
+	for i := range n {
+		if c := chunk(i); !mark(c.off, c.end) {
+			return which(i)
+		}
 	}
 	return nil
 }
@@ -477,9 +478,10 @@ func DecodeDNG(b []byte) (Header, []byte, error) {
 	if len(out) < 1<<20 {
 		workers = 1
 	}
-	errs := make([]error, n)
+	// The first chunk's error in the file's order, of those decoded: one
+	// error kept, not one a chunk (a hostile file has millions).
 	var next sync.Mutex
-	k := 0
+	k, failed, failedAt := 0, error(nil), n
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
@@ -493,9 +495,11 @@ func DecodeDNG(b []byte) (Header, []byte, error) {
 				if i >= n {
 					return
 				}
-				errs[i] = im.decodeChunk(i, out)
-				if errs[i] != nil {
+				if err := im.decodeChunk(i, out); err != nil {
 					next.Lock()
+					if i < failedAt {
+						failed, failedAt = err, i
+					}
 					k = n // stop the others
 					next.Unlock()
 					return
@@ -504,10 +508,8 @@ func DecodeDNG(b []byte) (Header, []byte, error) {
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return Header{}, nil, err
-		}
+	if failed != nil {
+		return Header{}, nil, failed
 	}
 	return Header{DType: u16, Shape: im.shape()}, out, nil
 }

@@ -561,3 +561,32 @@ func TestDNGPlaneColor(t *testing.T) {
 		}
 	}
 }
+
+// TestDNGManyStripsBounded: a million one-row strips stored out of file
+// order are checked for overlaps and decoded with memory for the image
+// and a bitmap of the file, nothing a strip (an error slot a strip and a
+// sort index took 20 MB here).
+func TestDNGManyStripsBounded(t *testing.T) {
+	const h = 1 << 20
+	b := testDNG{w: 1, h: h, spp: 1, bps: 8, compression: 1, rps: 1}.build(make([]uint16, h))
+	offs := findTagVal(b, tagStripOffsets)
+	le := binary.LittleEndian
+	for i, j := 0, h-1; i < j; i, j = i+1, j-1 { // last to first
+		a, z := le.Uint32(b[offs+4*i:]), le.Uint32(b[offs+4*j:])
+		le.PutUint32(b[offs+4*i:], z)
+		le.PutUint32(b[offs+4*j:], a)
+	}
+	var err error
+	got := allocated(func() { _, _, err = DecodeDNG(b) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limit := uint64(2*h + len(b)/8 + 1<<20); got > limit {
+		t.Errorf("decoding %d strips allocated %d bytes, more than %d", h, got, limit)
+	}
+	// Two of them at one offset: refused, naming both.
+	le.PutUint32(b[offs+4*7:], le.Uint32(b[offs+4*3:]))
+	if _, _, err := DecodeDNG(b); err == nil || !strings.Contains(err.Error(), "strip 3 and strip 7 overlap") {
+		t.Errorf("got %v", err)
+	}
+}
