@@ -191,13 +191,14 @@ func TestDNGHostile(t *testing.T) {
 			d.compression, d.tile, d.rps = 1, [2]int{}, 8
 			d.extra = []tiffTestEntry{{tagRowsPerStrip, 4, 1, u32(4)}}
 		}), "do not cover the image"},
-		"offset past end": {patchTag(base, tagTileOffsets, 1<<30), "past the end"},
-		"count past end":  {patchTag(base, tagTileByteCounts, 1<<30), "past the end"},
-		"lzw":             {patchTag(base, tagCompression, 5), "compression 5 (LZW) is not supported"},
-		"lossy":           {patchTag(base, tagCompression, 34892), "lossy JPEG"},
-		"bad huffman":     {breakHuffman(base), ""},
-		"truncated jpeg":  {truncateEntropy(base), ""},
-		"4-bit":           {patchTag(base, tagBitsPerSample, 4), "4-bit samples"},
+		"offset past end":  {patchTag(base, tagTileOffsets, 1<<30), "past the end"},
+		"count past end":   {patchTag(base, tagTileByteCounts, 1<<30), "past the end"},
+		"lzw":              {patchTag(base, tagCompression, 5), "compression 5 (LZW) is not supported"},
+		"lossy":            {patchTag(base, tagCompression, 34892), "lossy JPEG"},
+		"bad huffman":      {breakHuffman(base), ""},
+		"huffman overfull": {overfullHuffman(base), "more codes than the lengths allow"},
+		"truncated jpeg":   {truncateEntropy(base), ""},
+		"4-bit":            {patchTag(base, tagBitsPerSample, 4), "4-bit samples"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -277,6 +278,22 @@ func breakHuffman(b []byte) []byte {
 	return b
 }
 
+// overfullHuffman gives the first tile's DHT three codes of length 1
+// (two at most fit), its total kept: a code past the lengths' room once
+// indexed the decoding tables out of range (a fuzzer's find).
+func overfullHuffman(b []byte) []byte {
+	b = append([]byte(nil), b...)
+	counts := b[strings.Index(string(b), "\xff\xc4")+5:][:16]
+	for l := 15; l > 0; l-- {
+		if counts[l] >= 3 {
+			counts[l] -= 3
+			counts[0] += 3
+			return b
+		}
+	}
+	panic("no length with three codes to move")
+}
+
 // truncateEntropy cuts the first tile's entropy data short: its byte
 // count says 40 bytes.
 func truncateEntropy(b []byte) []byte {
@@ -315,6 +332,7 @@ func FuzzDNG(f *testing.F) {
 	base := good.build(good.samples(1))
 	f.Add(ifdLoop(base))
 	f.Add(breakHuffman(base))
+	f.Add(overfullHuffman(base))
 	f.Add(truncateEntropy(base))
 	f.Add(patchTag(base, tagImageWidth, 100000))
 	// Tags that lie: counts beyond the file, strips of zero bytes or at
