@@ -495,7 +495,7 @@ func DecodeDNG(b []byte) (Header, []byte, error) {
 				if i >= n {
 					return
 				}
-				if err := im.decodeChunk(i, out); err != nil {
+				if err := im.decodeChunkSafe(i, out); err != nil {
 					next.Lock()
 					if i < failedAt {
 						failed, failedAt = err, i
@@ -532,6 +532,18 @@ func (im *dngImage) inPlace() []byte {
 		return nil
 	}
 	return im.f.b[start : start+size : start+size]
+}
+
+// decodeChunkSafe is decodeChunk on a worker goroutine, where a panic
+// (a decoder bug) would kill the process with a stack trace past run's
+// recover: it becomes this chunk's one-line error.
+func (im *dngImage) decodeChunkSafe(i int, out []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = tiffError("internal error decoding strip or tile %d: %v (please report this)", i, r)
+		}
+	}()
+	return im.decodeChunk(i, out)
 }
 
 // decodeChunk decodes strip or tile i into out.

@@ -353,6 +353,9 @@ func FuzzDNG(f *testing.F) {
 			if strings.ContainsAny(err.Error(), "\n\r") {
 				t.Fatalf("not one line: %q", err)
 			}
+			if strings.Contains(err.Error(), "internal error") {
+				t.Fatalf("a decoder panic, recovered: %v", err) // a bug, not bad input
+			}
 			return
 		}
 		if int64(len(data)) != h.DataBytes() {
