@@ -334,7 +334,7 @@ func (c *tarCopy) work(hdr *tar.Header, raw []byte) error {
 	// size or name): a plain block was read for its name, type and size
 	// only, and its mode, owner and time must stay.
 	anew := func() {
-		if raw != nil && len(raw) == 512 {
+		if len(raw) == 512 {
 			if full, err := tar.NewReader(io.MultiReader(bytes.NewReader(raw), bytes.NewReader(make([]byte, 1024)))).Next(); err == nil {
 				full.Size = h.Size
 				h = *full
