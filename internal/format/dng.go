@@ -307,10 +307,10 @@ func (im *dngImage) chunks() error {
 		}
 		return tiffInts{f: f, e: e}, nil
 	}
-	if im.offsets, err = ints(offTag, what+" offsets"); err != nil {
+	if im.offsets, err = ints(offTag, what[:len(what)-1]+" offsets"); err != nil {
 		return err
 	}
-	if im.counts, err = ints(cntTag, what+" byte counts"); err != nil {
+	if im.counts, err = ints(cntTag, what[:len(what)-1]+" byte counts"); err != nil {
 		return err
 	}
 	if uint64(im.offsets.len()) != n || uint64(im.counts.len()) != n {

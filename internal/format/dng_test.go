@@ -431,7 +431,7 @@ func TestDNGTagCounts(t *testing.T) {
 		want string
 	}{
 		{tagStripOffsets, 4, "1,000,000 strip offsets and 3 strip byte counts"},
-		{tagStripByteCounts, 1, "strips byte counts are of TIFF type 1"},
+		{tagStripByteCounts, 1, "strip byte counts are of TIFF type 1"},
 		{tagCFAPattern, 1, "CFAPattern has 4,000,000 values (at most 256 make sense)"},
 		{tagBitsPerSample, 3, "BitsPerSample has 2,000,000 values (at most 1 make sense)"},
 		{tagActiveArea, 4, "ActiveArea has 1,000,000 values (at most 4 make sense)"},
