@@ -285,6 +285,7 @@ expect_error() { # PATTERN CMD...: exit 2 and one stderr line matching PATTERN
   echo "  $(cat "$T/err.txt")"
 }
 expect_error '^depthspace: s3://src/none\.npy: .*NoSuchKey' "$DS" info s3://src/none.npy
+expect_error '^depthspace: s3://src/typo/: holds no tensor file' "$DS" info s3://src/typo/
 expect_error '^depthspace: s3://nobucket/x\.npy: .*NoSuchBucket' "$DS" s2d -b 2 s3://nobucket/x.npy -o "$T/x.npy"
 expect_error '^depthspace: s3://src/k900\.npy: .*(AccessDenied|SignatureDoesNotMatch|403)' env AWS_SECRET_ACCESS_KEY=wrong "$DS" info s3://src/k900.npy
 # No credentials: refused by the client (SPEC: an error, not anonymous
@@ -293,7 +294,7 @@ expect_error '^depthspace: s3://src/k900\.npy: .*(AccessDenied|403|[Cc]redential
 expect_error '^depthspace: s3://src/k900\.npy: cannot reach http://127\.0\.0\.1:1: .*refused' env AWS_ENDPOINT_URL=http://127.0.0.1:1 "$DS" info s3://src/k900.npy
 expect_error '^depthspace: s3://src/bad\.npy: ' "$DS" s2d -b 2 s3://src/bad.npy -o s3://dst/bad.npy
 [ "$(status dst/bad.npy)" = 404 ] || fail "a failed run left s3://dst/bad.npy"
-step "errors: missing key, missing bucket, bad credentials, anonymous, unreachable endpoint, malformed input (no object made)"
+step "errors: missing key, a prefix with no key (info), missing bucket, bad credentials, anonymous, unreachable endpoint, malformed input (no object made)"
 
 # --- info of a 900 KiB object: bytes transferred, counted by a proxy -------
 $PY scripts/byteproxy.py "$PROXY_PORT" "$PORT" "$T/proxy.count" >"$T/proxy.log" 2>&1 &

@@ -217,7 +217,7 @@ func Run(opts Options) (*Summary, error) {
 				switch {
 				case it.err != nil:
 					r.release(w) // none taken (take), given back all the same
-					r.finish(i, it.size, Record{Input: it.input, Status: StatusFailed}, it.err, 0)
+					r.finish(i, it.size, Record{Input: it.input, Output: it.output, Status: StatusFailed}, it.err, 0)
 					continue
 				case skip || opts.SkipExisting && exists(it.output):
 					r.release(w)
@@ -425,7 +425,7 @@ func (r *runner) finish(i int, size int64, rec Record, err error, counted int64)
 			r.skipped++
 		default:
 			r.failed++
-			r.rep.println("depthspace: " + err.Error())
+			r.rep.println("depthspace: " + failureLine(err, rec.Input))
 		}
 		if r.opts.JSON != nil {
 			_ = json.NewEncoder(r.opts.JSON).Encode(rec)
@@ -448,6 +448,17 @@ func errorText(err error, input string) string {
 		return pe.Err.Error()
 	}
 	return err.Error()
+}
+
+// failureLine is a failed file's error line: its input first, then, for
+// an error about another path (its output, the output's directory),
+// that path and what is wrong with it.
+func failureLine(err error, input string) string {
+	var pe *pipeline.PathError
+	if input == "" || errors.As(err, &pe) && pe.Path == input {
+		return err.Error()
+	}
+	return input + ": " + err.Error()
 }
 
 // outputSize is the size of a complete output, in place: what was

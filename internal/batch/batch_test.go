@@ -227,7 +227,7 @@ func TestRunCollision(t *testing.T) {
 	if sum.Done != 2 || sum.Failed != 1 {
 		t.Errorf("%d done, %d failed; want 2 and 1", sum.Done, sum.Failed)
 	}
-	if !strings.Contains(stderr.String(), "out/x.npy: would be the output of both a/x.npy and b/x.npy") {
+	if !strings.Contains(stderr.String(), "depthspace: b/x.npy: not written: its output out/x.npy is a/x.npy's") {
 		t.Errorf("stderr: %s", stderr.String())
 	}
 	for _, f := range []string{"out/x.npy", "out/y.npy"} {

@@ -80,6 +80,18 @@ func (m *memPlace) Upload(name string, f *os.File, size int64) error {
 
 func (m *memPlace) AbortAll() {}
 
+// memPut makes the object name a copy of the file path.
+func memPut(t *testing.T, name, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem.mu.Lock()
+	mem.objects[name] = data
+	mem.mu.Unlock()
+}
+
 func (m *memPlace) Exists(name string) (bool, error) {
 	_, err := m.get(name)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -153,13 +165,7 @@ func TestRunObjectOutDirMakesNothingLocal(t *testing.T) {
 func TestRunBucketAloneSortsAsItsPrefix(t *testing.T) {
 	chdir(t)
 	writeNpy(t, "in/a.npy", 1, 1, 2, 2)
-	data, err := os.ReadFile("in/a.npy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem.mu.Lock()
-	mem.objects["mem://b/src/a.npy"] = data
-	mem.mu.Unlock()
+	memPut(t, "mem://b/src/a.npy", "in/a.npy")
 	for _, bucket := range []string{"mem://nosuchbucket", "mem://nosuchbucket/"} {
 		var stdout, stderr bytes.Buffer
 		_, err := Run(Options{Inputs: []string{"mem://b/src/a.npy", bucket}, OutDir: "out", Job: s2d(t), Threads: 1, JSON: &stdout, Stderr: &stderr})

@@ -104,10 +104,11 @@ func (l *lister) next() (item, bool) {
 	it.output = outputPath(l.outDir, name) // a path, or an object under an s3:// prefix
 	set := l.dirSet(path.Dir(name))
 	if other, dup := set.seen.take(name, it.rel, it.input); dup {
-		it.err = &pipeline.PathError{Path: it.output, Err: fmt.Errorf(
-			"would be the output of both %s and %s (inputs with the same relative path); not written: run them in separate batches or to separate --out-dir",
-			other, it.input)}
-		it.output = ""
+		// The failure is this input's, the one skipped: it names it, the
+		// output and the input written there.
+		it.err = &pipeline.PathError{Path: it.input, Err: fmt.Errorf(
+			"not written: its output %s is %s's (inputs with the same relative path): run them in separate batches or to separate --out-dir",
+			it.output, other)}
 		return it, true
 	}
 	return it, true

@@ -111,7 +111,7 @@ func TestListCollision(t *testing.T) {
 		return strings.Join(n, "; ")
 	}
 	items, err := list([]string{"a", "b"}, "out", nil, "")
-	if err != nil || !strings.Contains(collided(items), "b/x.npy: out/x.npy: would be the output of both a/x.npy and b/x.npy") {
+	if err != nil || !strings.Contains(collided(items), "b/x.npy: b/x.npy: not written: its output out/x.npy is a/x.npy's") {
 		t.Errorf("collision of directories: %v %s", err, collided(items))
 	}
 	if items, _ := list([]string{"a/x.npy", "b"}, "out", nil, ""); collided(items) == "" {
@@ -122,7 +122,7 @@ func TestListCollision(t *testing.T) {
 	}
 	// x.json and x.npz of one directory, with x.npy.d/ between them in
 	// the order: both --to npy.
-	if items, _ := list([]string{"c"}, "out", nil, format.KindNpy); !strings.Contains(collided(items), "would be the output of both c/x.json and c/x.npz") {
+	if items, _ := list([]string{"c"}, "out", nil, format.KindNpy); !strings.Contains(collided(items), "c/x.npz: not written: its output out/x.npy is c/x.json's") {
 		t.Errorf("collision across a subdirectory: %s", collided(items))
 	}
 	if items, err := list([]string{"a", "c"}, "out", nil, ""); err != nil || collided(items) != "" {

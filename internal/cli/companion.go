@@ -180,6 +180,10 @@ func runCompanion(c *companion, url string, args []string, stderr io.Writer) int
 	}
 	path := findCompanion(c.program)
 	if path == "" {
+		if p := unrunnableCompanion(c.program); p != "" {
+			fmt.Fprintf(stderr, "depthspace: %s: %s URLs need the companion program %s, and %s is not executable: make it so with chmod +x %s\n", url, c.scheme, c.program, p, p)
+			return exitError
+		}
 		fmt.Fprintf(stderr, "depthspace: %s: %s URLs need the companion program %s, found neither next to depthspace nor on PATH: install it from the release archive, or with %s\n", url, c.scheme, c.program, installLine(c.program, versionString()))
 		return exitError
 	}
@@ -195,16 +199,38 @@ func runCompanion(c *companion, url string, args []string, stderr io.Writer) int
 // findCompanion is the path of program next to this executable, else in
 // an absolute directory of PATH; "" if neither.
 func findCompanion(program string) string {
+	for _, p := range companionPlaces(program) {
+		if isProgram(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// unrunnableCompanion is the first of program's places holding a regular
+// file that is not executable, or "": where no companion is found, that
+// file is what the user installed, and what is wrong is its mode.
+func unrunnableCompanion(program string) string {
+	for _, p := range companionPlaces(program) {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p
+		}
+	}
+	return ""
+}
+
+// companionPlaces are where program is looked for, in order: next to this
+// executable (links resolved), then each absolute directory of PATH.
+func companionPlaces(program string) []string {
 	if runtime.GOOS == "windows" {
 		program += ".exe"
 	}
+	var places []string
 	if exe, err := os.Executable(); err == nil {
 		if real, err := filepath.EvalSymlinks(exe); err == nil {
 			exe = real
 		}
-		if p := filepath.Join(filepath.Dir(exe), program); isProgram(p) {
-			return p
-		}
+		places = append(places, filepath.Join(filepath.Dir(exe), program))
 	}
 	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
 		if !filepath.IsAbs(dir) {
@@ -213,11 +239,9 @@ func findCompanion(program string) string {
 			// a run in someone's directory must not execute their file.
 			continue
 		}
-		if p := filepath.Join(dir, program); isProgram(p) {
-			return p
-		}
+		places = append(places, filepath.Join(dir, program))
 	}
-	return ""
+	return places
 }
 
 func isProgram(p string) bool {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -120,5 +121,27 @@ func TestCheckHandOver(t *testing.T) {
 		if err == nil || err.Error() != want {
 			t.Errorf("parent %q: %v\nwant %s", parent, err, want)
 		}
+	}
+}
+
+// TestCompanionNotExecutable: a depthspace-s3 on PATH without its
+// executable bit is named, and said not to be executable: not "found
+// neither".
+func TestCompanionNotExecutable(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows has no executable bit")
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "depthspace-s3")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\nexit 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+	t.Setenv(companionEnv, "")
+	var stderr strings.Builder
+	code := runCompanion(&companions[0], "s3://b/k.npy", []string{"depthspace", "info", "s3://b/k.npy"}, &stderr)
+	want := "depthspace: s3://b/k.npy: s3:// URLs need the companion program depthspace-s3, and " + p + " is not executable: make it so with chmod +x " + p + "\n"
+	if code != exitError || stderr.String() != want {
+		t.Errorf("exit %d, stderr %q; want %d, %q", code, stderr.String(), exitError, want)
 	}
 }

@@ -76,7 +76,7 @@ func (f *formatFlags) apply(opts *pipeline.Options) error {
 		return err
 	}
 	if f.to != "" {
-		k, err := format.ParseKind(f.to)
+		k, err := format.ParseKindOf(f.to, format.Writable)
 		if err != nil {
 			return err
 		}

@@ -39,7 +39,8 @@ possible on the input and the shape of its result, or why not.
 A directory is walked as a batch walks it (recursively, symbolic links
 followed, tensor files by extension, sorted by relative path) and each
 tensor under it is described on one line: path, format, dtype, shape,
-order (C or F) and data bytes.
+order (C or F) and data bytes. A directory or s3:// prefix holding no
+tensor file is an error.
 
 An npz archive is described member by member. --json prints one JSON
 array with one object per tensor (per input, or per npz member), in the
@@ -125,6 +126,11 @@ func runInfo(f *infoFlags, args []string, s *streams) error {
 		if path != "-" && isDir(path) {
 			// A tree: one line per tensor file (per npz member).
 			files, err := walk.Files(path)
+			if err == nil && len(files) == 0 {
+				// A misspelt s3:// prefix lists no key at all: nothing
+				// described is an error, not an empty success.
+				err = &pipeline.PathError{Path: path, Err: fmt.Errorf("holds no tensor file (none named %s)", tensorExts())}
+			}
 			if err != nil {
 				fail(path, err)
 				continue

@@ -871,7 +871,8 @@ func testBatchFullDisk(t *testing.T, bin string) {
 		t.Errorf("status %d, want 2: %s", p.status(), p.stderr.String())
 	}
 	lines := strings.Split(strings.TrimSuffix(p.stderr.String(), "\n"), "\n")
-	enospc := regexp.MustCompile(`^depthspace: \S*c\.npy: no space left on device$`)
+	// The input that failed, then its output and what went wrong there.
+	enospc := regexp.MustCompile(`^depthspace: \S*c\.npy: \S*/full/c\.npy: no space left on device$`)
 	found := false
 	for _, l := range lines {
 		if !strings.HasPrefix(l, "depthspace: ") {

@@ -206,8 +206,6 @@ func joinLast(names []string, last string) string {
 	return strings.Join(names[:len(names)-1], ", ") + last + names[len(names)-1]
 }
 
-func kindNames() []string { return Names(nil) }
-
 func init() {
 	register(Format{Kind: KindRaw, Rank: 2, Doc: "the bare element bytes in C order (needs --dtype and --shape)", Aliases: []string{"bin"}, Exts: []string{".raw", ".bin"},
 		Preamble: func(Header, string) ([]byte, error) { return nil, nil }})
@@ -221,7 +219,13 @@ func init() {
 func IsContainer(k Kind) bool { return formats[k] != nil && formats[k].Container }
 
 // ParseKind reads a --from/--to value.
-func ParseKind(s string) (Kind, error) {
+func ParseKind(s string) (Kind, error) { return ParseKindOf(s, nil) }
+
+// ParseKindOf reads a --from/--to value; an unknown name's message lists
+// the formats keep says yes to (--to's: the writable ones), all of them
+// for a nil keep. A known format keep refuses is returned, for the caller
+// to say why (ReadOnlyError).
+func ParseKindOf(s string, keep func(*Format) bool) (Kind, error) {
 	s = strings.ToLower(s)
 	for k, f := range formats {
 		if string(k) == s {
@@ -233,7 +237,7 @@ func ParseKind(s string) (Kind, error) {
 			}
 		}
 	}
-	return "", fmt.Errorf("unknown format %q (want %s)", s, Either(kindNames()))
+	return "", fmt.Errorf("unknown format %q (want %s)", s, Either(Names(keep)))
 }
 
 // KindByExtension names the format a file name implies, or "": of

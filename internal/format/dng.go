@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,8 +65,24 @@ type dngImage struct {
 	photometric int
 	tiled       bool
 	tw, th      int // tile size; for strips the image width and RowsPerStrip
-	offsets     []uint64
-	counts      []uint64
+	offsets     tiffInts
+	counts      tiffInts
+}
+
+// tiffInts are an unsigned integer entry's values (SHORT, LONG or
+// LONG8), read where they lie in the file, one at a time: a hostile file
+// claims millions of strips, and a copy as []uint64 would take up to four
+// times the bytes they have there.
+type tiffInts struct {
+	f *tiffFile
+	e tiffEntry
+}
+
+func (v tiffInts) len() int { return int(v.e.count) }
+
+func (v tiffInts) at(i int) uint64 {
+	x, _ := v.f.at(v.e, i) // unsigned types only (chunks): never an error
+	return x
 }
 
 const (
@@ -162,7 +180,7 @@ func openDNG(b []byte) (*dngImage, error) {
 	case uint64(im.w)*uint64(im.h)*uint64(im.spp) > maxDNGPixels:
 		return nil, tiffError("%s: %dx%dx%d samples is too large", where, im.w, im.h, im.spp)
 	}
-	bps, err := f.list(raw, tagBitsPerSample, "BitsPerSample")
+	bps, err := f.list(raw, tagBitsPerSample, "BitsPerSample", im.spp)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +208,62 @@ func openDNG(b []byte) (*dngImage, error) {
 	if err := im.chunks(); err != nil {
 		return nil, err
 	}
+	if err := im.geometry(); err != nil {
+		return nil, err
+	}
 	return im, nil
+}
+
+// geometry checks ActiveArea and DefaultCrop against the image before
+// anything uses them: an area beyond the image or inverted, a crop
+// beyond the area or empty, is refused (the DNG specification keeps
+// them inside; a reader trusting them would index outside the image).
+func (im *dngImage) geometry() error {
+	f, d, where := im.f, im.ifd, im.ifd.where
+	a, set, err := im.activeArea()
+	if err != nil {
+		return err
+	}
+	if set {
+		top, left, bottom, right := a[0], a[1], a[2], a[3]
+		switch {
+		case top >= bottom || left >= right:
+			return tiffError("%s: ActiveArea top %d, left %d, bottom %d, right %d is inverted or empty", where, top, left, bottom, right)
+		case bottom > uint64(im.h) || right > uint64(im.w):
+			return tiffError("%s: ActiveArea top %d, left %d, bottom %d, right %d lies beyond the %dx%d image", where, top, left, bottom, right, im.w, im.h)
+		}
+	}
+	aw, ah := float64(a[3]-a[1]), float64(a[2]-a[0])
+	read := func(tag uint16, name string) ([2]float64, bool, error) {
+		e, ok := d.entries[tag]
+		if !ok {
+			return [2]float64{}, false, nil
+		}
+		if e.count != 2 {
+			return [2]float64{}, false, tiffError("%s: %s has %s values (want horizontal, vertical)", where, name, thousands(uint64(e.count)))
+		}
+		x, okx := f.float(e, 0)
+		y, oky := f.float(e, 1)
+		if !okx || !oky {
+			return [2]float64{}, false, tiffError("%s: %s is not two numbers", where, name)
+		}
+		return [2]float64{x, y}, true, nil
+	}
+	o, oSet, err := read(tagDefaultCropOrigin, "DefaultCropOrigin")
+	if err != nil {
+		return err
+	}
+	sz, szSet, err := read(tagDefaultCropSize, "DefaultCropSize")
+	if err != nil {
+		return err
+	}
+	if !szSet {
+		sz = [2]float64{aw - o[0], ah - o[1]}
+	}
+	if (oSet || szSet) && !(o[0] >= 0 && o[1] >= 0 && sz[0] > 0 && sz[1] > 0 && o[0]+sz[0] <= aw && o[1]+sz[1] <= ah) {
+		return tiffError("%s: DefaultCrop origin %g,%g, size %g,%g lies beyond the %gx%g active area, or is empty", where, o[0], o[1], sz[0], sz[1], aw, ah)
+	}
+	return nil
 }
 
 // chunks reads the strips or tiles and checks that they cover the image
@@ -223,19 +296,30 @@ func (im *dngImage) chunks() error {
 		im.tw, im.th = im.w, int(min(rps, uint64(im.h)))
 		n = uint64((im.h + im.th - 1) / im.th)
 	}
-	if im.offsets, err = f.list(d, offTag, what+" offsets"); err != nil {
+	// The counts first, the values read in place after: nothing is
+	// allocated for what the tags claim.
+	ints := func(tag uint16, name string) (tiffInts, error) {
+		e := d.entries[tag]
+		switch e.typ {
+		case 0, 3, 4, 16:
+		default:
+			return tiffInts{}, tiffError("%s: %s are of TIFF type %d, not SHORT, LONG or LONG8", where, name, e.typ)
+		}
+		return tiffInts{f: f, e: e}, nil
+	}
+	if im.offsets, err = ints(offTag, what[:len(what)-1]+" offsets"); err != nil {
 		return err
 	}
-	if im.counts, err = f.list(d, cntTag, what+" byte counts"); err != nil {
+	if im.counts, err = ints(cntTag, what[:len(what)-1]+" byte counts"); err != nil {
 		return err
 	}
-	if uint64(len(im.offsets)) != n || uint64(len(im.counts)) != n {
-		return tiffError("%s: %d %s offsets and %d byte counts, but a %dx%d image in %s of %dx%d needs %d: the %s do not cover the image",
-			where, len(im.offsets), what, len(im.counts), im.w, im.h, what, im.tw, im.th, n, what)
+	if uint64(im.offsets.len()) != n || uint64(im.counts.len()) != n {
+		return tiffError("%s: %s %s offsets and %s %s byte counts, but a %dx%d image in %s of %dx%d needs %s: the %s do not cover the image",
+			where, thousands(uint64(im.offsets.len())), what[:len(what)-1], thousands(uint64(im.counts.len())), what[:len(what)-1], im.w, im.h, what, im.tw, im.th, thousands(n), what)
 	}
 	var total uint64
-	for i := range im.offsets {
-		o, c := im.offsets[i], im.counts[i]
+	for i := range im.offsets.len() {
+		o, c := im.offsets.at(i), im.counts.at(i)
 		if o > uint64(len(f.b)) || c > uint64(len(f.b))-o {
 			return tiffError("%s: %s %d (%d bytes at offset %d) runs past the end of the file (%d bytes)", where, what[:len(what)-1], i, c, o, len(f.b))
 		}
@@ -245,8 +329,11 @@ func (im *dngImage) chunks() error {
 	if total > uint64(len(f.b)) {
 		return tiffError("%s: the %s claim %d bytes together but the file has %d", where, what, total, len(f.b))
 	}
+	if err := im.overlaps(what); err != nil {
+		return err
+	}
 	rowBytes := (uint64(im.tw)*uint64(im.spp)*uint64(im.bps) + 7) / 8
-	for i := range im.offsets {
+	for i := range im.offsets.len() {
 		_, _, _, ch := im.chunk(i)
 		if im.tiled {
 			ch = im.th // a tile is stored whole
@@ -254,14 +341,101 @@ func (im *dngImage) chunks() error {
 		samples := uint64(im.tw) * uint64(ch) * uint64(im.spp)
 		switch im.compression {
 		case 1:
-			if need := rowBytes * uint64(ch); im.counts[i] < need {
-				return tiffError("%s: %s %d has %d bytes but %d rows of %d bytes need %d", where, what[:len(what)-1], i, im.counts[i], ch, rowBytes, need)
+			if need := rowBytes * uint64(ch); im.counts.at(i) < need {
+				return tiffError("%s: %s %d has %d bytes but %d rows of %d bytes need %d", where, what[:len(what)-1], i, im.counts.at(i), ch, rowBytes, need)
 			}
 		case 7:
 			// At least one bit a sample (a Huffman code is 1 to 16 bits).
-			if samples > 8*im.counts[i]+64 {
-				return tiffError("%s: %s %d claims %d samples but has %d bytes of lossless JPEG: it cannot hold them", where, what[:len(what)-1], i, samples, im.counts[i])
+			if samples > 8*im.counts.at(i)+64 {
+				return tiffError("%s: %s %d claims %d samples but has %d bytes of lossless JPEG: it cannot hold them", where, what[:len(what)-1], i, samples, im.counts.at(i))
 			}
+		}
+	}
+	return nil
+}
+
+// overlaps refuses strips or tiles that share bytes with each other, with
+// the TIFF header or with an IFD: cameras never write them, and a reader
+// taking them would decode the file's structure as pixels. Chunks in
+// file order (as cameras write them) are checked as they come, with
+// nothing allocated; others by marking their bytes in a bitmap of the
+// file (an eighth of its size: their bytes together fit in the file,
+// chunks() checked), the first byte found marked naming the overlap.
+func (im *dngImage) overlaps(what string) error {
+	n := im.offsets.len()
+	name := what[:len(what)-1]
+	type span struct {
+		off, end uint64
+		where    string
+	}
+	fixed := []span{{0, 8, "the TIFF header"}}
+	for _, d := range im.f.ifds {
+		fixed = append(fixed, span{uint64(d.off), uint64(d.off + d.size), d.where})
+	}
+	sort.Slice(fixed, func(a, b int) bool { return fixed[a].off < fixed[b].off })
+	chunk := func(i int) span {
+		o := im.offsets.at(i)
+		return span{o, o + im.counts.at(i), ""}
+	}
+	// which names what chunk i's bytes share: an earlier chunk, the
+	// header or an IFD.
+	which := func(i int) error {
+		c := chunk(i)
+		for j := 0; j < n; j++ {
+			if o := chunk(j); j != i && o.off < o.end && o.off < c.end && c.off < o.end {
+				a, b := min(i, j), max(i, j)
+				ca, cb := chunk(a), chunk(b)
+				return tiffError("%s: %s %d and %s %d overlap (bytes %d to %d and %d to %d of the file)", im.ifd.where, name, a, name, b, ca.off, ca.end, cb.off, cb.end)
+			}
+		}
+		for _, x := range fixed {
+			if x.off < c.end && c.off < x.end {
+				return tiffError("%s: %s %d (bytes %d to %d of the file) overlaps %s (bytes %d to %d)", im.ifd.where, name, i, c.off, c.end, x.where, x.off, x.end)
+			}
+		}
+		return tiffError("%s: %s %d overlaps another part of the file", im.ifd.where, name, i)
+	}
+	// In file order: each chunk after the one before, none over the
+	// header or an IFD (a pass along the sorted fixed spans).
+	inOrder, last, k := true, uint64(0), 0
+	for i := 0; i < n && inOrder; i++ {
+		c := chunk(i)
+		if c.off == c.end {
+			continue
+		}
+		if c.off < last {
+			inOrder = false
+			break
+		}
+		for k < len(fixed) && fixed[k].end <= c.off {
+			k++
+		}
+		if k < len(fixed) && fixed[k].off < c.end {
+			return which(i)
+		}
+		last = c.end
+	}
+	if inOrder {
+		return nil
+	}
+	marked := make([]uint64, (len(im.f.b)+63)/64)
+	mark := func(off, end uint64) bool { // false if a byte was marked already
+		for p := off; p < end; p++ {
+			if marked[p/64]&(1<<(p%64)) != 0 {
+				return false
+			}
+			marked[p/64] |= 1 << (p % 64)
+		}
+		return true
+	}
+	for _, x := range fixed {
+		for p := x.off; p < min(x.end, uint64(len(im.f.b))); p++ {
+			marked[p/64] |= 1 << (p % 64)
+		}
+	}
+	for i := range n {
+		if c := chunk(i); !mark(c.off, c.end) {
+			return which(i)
 		}
 	}
 	return nil
@@ -299,14 +473,15 @@ func DecodeDNG(b []byte) (Header, []byte, error) {
 		return Header{DType: u16, Shape: im.shape()}, data, nil
 	}
 	out := make([]byte, 2*im.w*im.h*im.spp)
-	n := len(im.offsets)
+	n := im.offsets.len()
 	workers := min(runtime.GOMAXPROCS(0), n)
 	if len(out) < 1<<20 {
 		workers = 1
 	}
-	errs := make([]error, n)
+	// The first chunk's error in the file's order, of those decoded: one
+	// error kept, not one a chunk (a hostile file has millions).
 	var next sync.Mutex
-	k := 0
+	k, failed, failedAt := 0, error(nil), n
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
@@ -320,9 +495,11 @@ func DecodeDNG(b []byte) (Header, []byte, error) {
 				if i >= n {
 					return
 				}
-				errs[i] = im.decodeChunk(i, out)
-				if errs[i] != nil {
+				if err := im.decodeChunkSafe(i, out); err != nil {
 					next.Lock()
+					if i < failedAt {
+						failed, failedAt = err, i
+					}
 					k = n // stop the others
 					next.Unlock()
 					return
@@ -331,10 +508,8 @@ func DecodeDNG(b []byte) (Header, []byte, error) {
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return Header{}, nil, err
-		}
+	if failed != nil {
+		return Header{}, nil, failed
 	}
 	return Header{DType: u16, Shape: im.shape()}, out, nil
 }
@@ -347,22 +522,34 @@ func (im *dngImage) inPlace() []byte {
 		return nil
 	}
 	stripBytes := uint64(2 * im.w * im.spp * im.th)
-	for i, o := range im.offsets {
-		if o != im.offsets[0]+uint64(i)*stripBytes {
+	for i := range im.offsets.len() {
+		if im.offsets.at(i) != im.offsets.at(0)+uint64(i)*stripBytes {
 			return nil
 		}
 	}
-	start, size := im.offsets[0], uint64(2*im.w*im.h*im.spp)
+	start, size := im.offsets.at(0), uint64(2*im.w*im.h*im.spp)
 	if start+size > uint64(len(im.f.b)) {
 		return nil
 	}
 	return im.f.b[start : start+size : start+size]
 }
 
+// decodeChunkSafe is decodeChunk on a worker goroutine, where a panic
+// (a decoder bug) would kill the process with a stack trace past run's
+// recover: it becomes this chunk's one-line error.
+func (im *dngImage) decodeChunkSafe(i int, out []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = tiffError("internal error decoding strip or tile %d: %v (please report this)", i, r)
+		}
+	}()
+	return im.decodeChunk(i, out)
+}
+
 // decodeChunk decodes strip or tile i into out.
 func (im *dngImage) decodeChunk(i int, out []byte) error {
 	x0, y0, cw, ch := im.chunk(i)
-	data := im.f.b[im.offsets[i] : im.offsets[i]+im.counts[i]]
+	data := im.f.b[im.offsets.at(i) : im.offsets.at(i)+im.counts.at(i)]
 	spp := im.spp
 	stride := 2 * im.w * spp // output bytes per image row
 	if im.compression == 7 {
@@ -456,23 +643,54 @@ func unpackBits(dst, src []byte, n, bps int) {
 	}
 }
 
-// colorLetters are the CFA colour codes of TIFF/EP and DNG.
+// colorLetters are the CFA colour codes of TIFF/EP and DNG, and
+// colorNames their names.
 const colorLetters = "RGBCMYW"
 
+var colorNames = [...]string{"red", "green", "blue", "cyan", "magenta", "yellow", "white"}
+
+// maxCFADim bounds each side of a CFA pattern (X-Trans's 6x6 is the
+// largest cameras use).
+const maxCFADim = 16
+
 // cfaPattern reads the raw image's CFA pattern: its repeat size and the
-// letters row by row, as stored (relative to the ActiveArea's corner).
+// colour letters row by row, as stored (relative to the ActiveArea's
+// corner), read as LibRaw and dcraw read them. A CFAPattern value is
+// one of CFAPlaneColor's (default 0, 1, 2), and its position there is
+// the pixel's plane: the three planes of an RGB sensor are red, green and
+// blue in that order (LibRaw's 4channels writes them so), so with plane
+// colours 2, 1, 0 the pattern 0, 1, 1, 2 is BGGR, and with 1, 2, 0 the
+// pattern 1, 2, 2, 0 is RGGB. Plane colours that are not the three of
+// RGB (CYGM: 3, 5, 1, 4) name the colours themselves. Without
+// CFAPlaneColor the values are TIFF/EP's colour codes (0 red … 6 white).
 func (im *dngImage) cfaPattern() (rows, cols int, letters string, err error) {
 	f, d := im.f, im.ifd
 	if im.photometric != photometricCFA {
 		return 0, 0, "", tiffError("the raw image is LinearRaw (PhotometricInterpretation 34892): it has no CFA pattern")
 	}
-	dim, err := f.list(d, tagCFARepeatDim, "CFARepeatPatternDim")
+	dim, err := f.list(d, tagCFARepeatDim, "CFARepeatPatternDim", 2)
 	if err != nil {
 		return 0, 0, "", err
 	}
-	pat, err := f.list(d, tagCFAPattern, "CFAPattern")
+	pat, err := f.list(d, tagCFAPattern, "CFAPattern", maxCFADim*maxCFADim)
 	if err != nil {
 		return 0, 0, "", err
+	}
+	planes, err := f.list(d, tagCFAPlaneColor, "CFAPlaneColor", len(colorLetters))
+	if err != nil {
+		return 0, 0, "", err
+	}
+	if planes == nil {
+		// DNG's default, 0, 1, 2, extended to the TIFF/EP colour codes
+		// that CFAPattern's values are without it (3 cyan ... 6 white).
+		planes = []uint64{0, 1, 2, 3, 4, 5, 6}
+	}
+	// An RGB sensor's three planes, in any order.
+	rgb := len(planes) == 3 && slices.Contains(planes, 0) && slices.Contains(planes, 1) && slices.Contains(planes, 2)
+	for _, c := range planes {
+		if c >= uint64(len(colorLetters)) {
+			return 0, 0, "", tiffError("CFAPlaneColor colour %d is not a CFA colour (0 to 6)", c)
+		}
 	}
 	if pat == nil {
 		return 0, 0, "", tiffError("the CFA image has no CFAPattern tag")
@@ -485,10 +703,15 @@ func (im *dngImage) cfaPattern() (rows, cols int, letters string, err error) {
 	}
 	var sb strings.Builder
 	for _, v := range pat {
-		if v >= uint64(len(colorLetters)) {
-			return 0, 0, "", tiffError("CFAPattern colour %d is not a CFA colour (0 to 6)", v)
+		p := slices.Index(planes, v)
+		switch {
+		case p < 0:
+			return 0, 0, "", tiffError("CFAPattern value %d is none of CFAPlaneColor's %d planes (%s)", v, len(planes), planeList(planes))
+		case rgb:
+			sb.WriteByte(colorLetters[p])
+		default:
+			sb.WriteByte(colorLetters[v])
 		}
-		sb.WriteByte(colorLetters[v])
 	}
 	return int(dim[0]), int(dim[1]), sb.String(), nil
 }
@@ -496,7 +719,7 @@ func (im *dngImage) cfaPattern() (rows, cols int, letters string, err error) {
 // activeArea reads ActiveArea (top, left, bottom, right), or the whole
 // image when absent.
 func (im *dngImage) activeArea() ([4]uint64, bool, error) {
-	a, err := im.f.list(im.ifd, tagActiveArea, "ActiveArea")
+	a, err := im.f.list(im.ifd, tagActiveArea, "ActiveArea", 4)
 	if err != nil {
 		return [4]uint64{}, false, err
 	}
@@ -507,6 +730,15 @@ func (im *dngImage) activeArea() ([4]uint64, bool, error) {
 		return [4]uint64{}, false, tiffError("ActiveArea has %d values (want top, left, bottom, right)", len(a))
 	}
 	return [4]uint64{a[0], a[1], a[2], a[3]}, true, nil
+}
+
+// planeList names plane colours: "red, green, blue".
+func planeList(planes []uint64) string {
+	names := make([]string, len(planes))
+	for i, c := range planes {
+		names[i] = colorNames[c]
+	}
+	return strings.Join(names, ", ")
 }
 
 // splitPattern writes a pattern's letters row by row, rows apart by "/".
@@ -556,7 +788,24 @@ func DNGCFA(b []byte) (string, error) {
 	case "RGGB", "BGGR", "GRBG", "GBRG":
 		return strings.ToLower(p), nil
 	}
+	if strings.Trim(p, "RGB") != "" {
+		return "", tiffError("a 2x2 CFA pattern %s is not a Bayer pattern (RGGB, BGGR, GRBG, GBRG) but a mosaic of %s: --block-order cfa groups red, green, green, blue and cannot group it", splitPattern(p, 2), letterNames(p))
+	}
 	return "", tiffError("a 2x2 CFA pattern %s is not a Bayer pattern (RGGB, BGGR, GRBG, GBRG): --block-order cfa cannot group it", splitPattern(p, 2))
+}
+
+// letterNames names the colours of a pattern's letters, each once, in
+// order: "cyan, yellow, green, magenta".
+func letterNames(p string) string {
+	var names []string
+	seen := map[rune]bool{}
+	for _, c := range p {
+		if !seen[c] {
+			seen[c] = true
+			names = append(names, colorNames[strings.IndexRune(colorLetters, c)])
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // shiftPattern is a 2x2 pattern seen from dy rows and dx columns further.
@@ -600,11 +849,11 @@ func DescribeDNG(b []byte) ([][2]string, error) {
 		add("photometric", "LinearRaw (34892)")
 	}
 	add("compression", map[int]string{1: "none (1)", 7: "lossless JPEG (7)"}[im.compression])
-	plural := map[bool]string{true: "s"}[len(im.offsets) != 1]
+	plural := map[bool]string{true: "s"}[im.offsets.len() != 1]
 	if im.tiled {
-		add("storage", fmt.Sprintf("%d tile%s of %dx%d", len(im.offsets), plural, im.tw, im.th))
+		add("storage", fmt.Sprintf("%d tile%s of %dx%d", im.offsets.len(), plural, im.tw, im.th))
 	} else {
-		add("storage", fmt.Sprintf("%d strip%s of %d rows", len(im.offsets), plural, im.th))
+		add("storage", fmt.Sprintf("%d strip%s of %d rows", im.offsets.len(), plural, im.th))
 	}
 	add("bit_depth", strconv.Itoa(im.bps))
 	if im.photometric == photometricCFA {

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // Fuzz targets for the two descriptions of a tensor that come from outside:
@@ -252,4 +253,43 @@ func TestDataBytesZeroSizeOverflow(t *testing.T) {
 	if _, err := ParseNpy(pre); err == nil {
 		t.Error("ParseNpy accepts a header numpy refuses as too big")
 	}
+}
+
+// FuzzContainerNames: any member name is, in each writable container
+// (npz, safetensors, polygraphy), either written and read back exactly
+// or refused in one line before anything is written; npz refuses exactly
+// the names NpzNameError names, the JSON containers exactly the names
+// that are not UTF-8 (and safetensors its "__metadata__"). tar's names
+// are copied as they come (pipeline's TestTarNamesCarried).
+func FuzzContainerNames(f *testing.F) {
+	for _, s := range []string{"out0", "a\x00b", "", "..", "../x", "a/../b", "/abs", "a\xffb", "\xc3", "é/ü", "arr_0",
+		"__metadata__", "a/b/c", strings.Repeat("n", 5000), "\u2028", "a\\b\"c", "x.npy"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		for _, kind := range []Kind{KindNpz, KindSafetensors, KindPolygraphy} {
+			b, err := writeNamed(kind, name)
+			var refuse bool
+			switch kind {
+			case KindNpz:
+				refuse = NpzNameError(name) != nil
+			case KindSafetensors:
+				refuse = !utf8.ValidString(name) || name == "__metadata__"
+			default:
+				refuse = !utf8.ValidString(name)
+			}
+			if refuse != (err != nil) {
+				t.Fatalf("%s %q: refused %v, want %v", kind, name, err, refuse)
+			}
+			if err != nil {
+				if strings.ContainsAny(err.Error(), "\n\r") || len(b) != 0 {
+					t.Fatalf("%s %q: %q after %d bytes", kind, name, err, len(b))
+				}
+				continue
+			}
+			if err := readsBackOne(kind, b, name); err != nil {
+				t.Fatalf("%s %q: %v", kind, name, err)
+			}
+		}
+	})
 }

@@ -476,6 +476,9 @@ func (p *jsonParser) object() (jsonObject, error) {
 			}
 			switch key {
 			case "dtype", "shape", "data":
+			case "lst", "polygraphy_class":
+				// A Polygraphy file that detection did not recognize.
+				return o, p.errAt(keyOff, "unknown key %s (a JSON tensor has \"dtype\", \"shape\" and \"data\"; %s is a Polygraphy key: if this is a Polygraphy file, read it with --from polygraphy)", shortText(p.text(kt)), shortText(p.text(kt)))
 			default:
 				return o, p.errAt(keyOff, "unknown key %s (a JSON tensor has \"dtype\", \"shape\" and \"data\")", shortText(p.text(kt)))
 			}

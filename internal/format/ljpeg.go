@@ -64,6 +64,12 @@ func buildHuff(counts []byte, vals []byte) (*huffTable, error) {
 			t.maxcode[l] = code + int32(n) - 1
 		}
 		for i := 0; i < n; i++ {
+			// Every code of this length must fit in l bits (the all-ones
+			// code included: T.81 reserves it, but decoders accept it),
+			// checked before the code indexes the tables below.
+			if code >= 1<<l {
+				return nil, errors.New("the Huffman table has more codes than the lengths allow")
+			}
 			s := vals[k]
 			if s > 16 {
 				return nil, fmt.Errorf("the Huffman table: symbol %d is not a lossless difference category (0 to 16)", s)
@@ -89,11 +95,6 @@ func buildHuff(counts []byte, vals []byte) (*huffTable, error) {
 			}
 			code++
 			k++
-		}
-		// Every code of this length must fit in l bits (the all-ones code
-		// included: T.81 reserves it, but decoders accept it).
-		if code > 1<<l {
-			return nil, errors.New("the Huffman table has more codes than the lengths allow")
 		}
 		code <<= 1
 	}

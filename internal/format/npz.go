@@ -10,11 +10,13 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // npz: numpy's savez / savez_compressed archives. An npz is a zip file
@@ -667,10 +669,40 @@ func openNpz(b []byte, opt OpenOptions) (*Archive, error) {
 	return a, nil
 }
 
+// npzNames refuses, before anything is written, a member name that an
+// npz cannot carry: numpy would read back another name, or unzip would
+// write another path, and nothing may be renamed behind the user's back.
+func npzNames(members []MemberSpec) error {
+	for _, m := range members {
+		if err := NpzNameError(m.Name); err != nil {
+			return fmt.Errorf("npz member %q: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+// NpzNameError says why an npz cannot carry a member name, or nil.
+func NpzNameError(name string) error {
+	switch {
+	case name == "":
+		return errors.New(`an empty name: the member would be the file ".npy"; an npz needs a name for every array`)
+	case strings.IndexByte(name, 0) >= 0:
+		return fmt.Errorf("the name holds a NUL, which a zip member's name cannot carry: numpy would read it back as %q", name[:strings.IndexByte(name, 0)])
+	case !utf8.ValidString(name):
+		return errors.New("the name is not UTF-8: a zip member's name is flagged UTF-8 or read as code page 437, and numpy would read back another name")
+	case strings.HasPrefix(name, "/") || slices.Contains(strings.Split(name, "/"), ".."):
+		return errors.New(`the name is an absolute path or has a ".." element, which unzip strips (with a warning) and extracts elsewhere`)
+	}
+	return nil
+}
+
 // createNpz is npz's Create: an archive deflated (np.savez_compressed)
 // when any member comes from a compressed one, else stored (np.savez),
 // so that a round trip keeps the archive's kind, and its members' times.
 func createNpz(w io.Writer, members []MemberSpec, meta any) (MemberWriter, error) {
+	if err := npzNames(members); err != nil {
+		return nil, err
+	}
 	compress := false
 	for _, m := range members {
 		compress = compress || m.Compressed
@@ -685,6 +717,9 @@ func createNpz(w io.Writer, members []MemberSpec, meta any) (MemberWriter, error
 // their CRC-32 read back from the file for the header archive/zip
 // writes. A compressed one (any member from a deflated one) is not.
 func createNpzAt(f FileOut, members []MemberSpec, meta any) (PlacedWriter, error) {
+	if err := npzNames(members); err != nil {
+		return nil, err
+	}
 	if !f.Readable() {
 		return nil, nil
 	}

@@ -529,10 +529,20 @@ func isMarkerKey(k string) bool {
 // JSON whose first 4 KiB hold a Polygraphy class marker, or an "array"
 // key whose string starts with the base64 of the npy magic (an array of
 // any size whose marker comes after it).
+//
+// A UTF-8 byte order mark before it is skipped (the reader then says
+// what is wrong with it), and where the first 4 KiB hold no marker, as
+// behind a runner or output name of 4 KiB or more, the file's opening is
+// read: RunResults' {"lst": [[ and an input list's [{NAME: {"array": with
+// an npy's text, the name skipped whatever its length.
 func SniffPolygraphy(b []byte) bool {
+	b = bytes.TrimPrefix(b, utf8BOM)
 	head := b[:min(len(b), 4096)]
 	if !sniffJSON(head) {
 		return false
+	}
+	if pgOpening(b) {
+		return true
 	}
 	if bytes.Contains(head, []byte(`"polygraphy_class"`)) || bytes.Contains(head, []byte(`"__polygraphy_encoded_`)) {
 		return true
@@ -552,6 +562,55 @@ func SniffPolygraphy(b []byte) bool {
 			}
 		}
 	}
+}
+
+// pgOpening reports whether b opens as a Polygraphy file does: {"lst":
+// [[" (RunResults, its first runner's name next) or [{NAME: {"array": and
+// the text of an npy file (an input list). Only the opening is read; a
+// name is skipped to its closing quote, whatever its length.
+func pgOpening(b []byte) bool {
+	i := 0
+	ws := func() {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+			i++
+		}
+	}
+	tok := func(t string) bool {
+		ws()
+		if !bytes.HasPrefix(b[i:], []byte(t)) {
+			return false
+		}
+		i += len(t)
+		return true
+	}
+	str := func() bool { // any string, escapes included
+		ws()
+		if i >= len(b) || b[i] != '"' {
+			return false
+		}
+		for i++; i < len(b); i++ {
+			switch b[i] {
+			case '\\':
+				i++
+			case '"':
+				i++
+				return true
+			}
+		}
+		return false
+	}
+	if tok("{") {
+		return tok(`"lst"`) && tok(":") && tok("[") && tok("[") && tok(`"`)
+	}
+	if !(tok("[") && tok("{") && str() && tok(":") && tok("{") && tok(`"array"`) && tok(":") && tok(`"`)) {
+		return false
+	}
+	for _, p := range []string{"k05VTVBZ", `\u0093NUMPY`, `PK\u0003\u0004`} {
+		if bytes.HasPrefix(b[i:], []byte(p)) {
+			return true
+		}
+	}
+	return false
 }
 
 // pgArray is one member: its base64 text in the file and its npy header.
@@ -587,7 +646,7 @@ type pgReader struct {
 func readPolygraphy(b []byte, file io.ReaderAt) (*PolygraphyMeta, []*pgArray, error) {
 	p := &pjParser{b: b, file: file}
 	if len(b) >= 3 && string(b[:3]) == "\xef\xbb\xbf" {
-		return nil, nil, p.errAt(0, "a UTF-8 byte order mark: Python's json refuses it")
+		return nil, nil, p.errAt(0, "a UTF-8 byte order mark (EF BB BF) before the JSON: Polygraphy, through Python's json, refuses it; remove those 3 bytes")
 	}
 	top, err := p.value(0)
 	if err != nil {
@@ -1314,6 +1373,13 @@ func openPolygraphy(b []byte, opt OpenOptions) (*Archive, error) {
 // --load-outputs` and depthspace compare read (`polygraphy data to-input`
 // turns it into an input list).
 func createPolygraphy(w io.Writer, members []MemberSpec, meta any) (MemberWriter, error) {
+	for _, m := range members {
+		if !utf8.ValidString(m.Name) {
+			// An npz member's name can be any bytes; JSON would write
+			// U+FFFD in their place, another name.
+			return nil, fmt.Errorf("polygraphy member %q: the name is not UTF-8, and a Polygraphy file (JSON) holds UTF-8 names only", m.Name)
+		}
+	}
 	m, _ := meta.(*PolygraphyMeta)
 	if m != nil && !sameNames(m.Names, members) {
 		m = nil

@@ -461,6 +461,27 @@ func TestSniffPolygraphy(t *testing.T) {
 			t.Errorf("SniffPolygraphy(%.40q) = %v", c.s, got)
 		}
 	}
+	// Markers past the first 4 KiB, behind a long runner or output name
+	// (escapes in it), and a UTF-8 byte order mark before the file.
+	good := pgNpy(pgF4, []byte{1, 2, 3, 4, 5, 6, 7, 8})
+	long := strings.Repeat(`n\"`, 2000)
+	runner := `{"lst": [["` + long + `", [{"outputs": {"o": ` + pgArrayText(good) + `}, "runtime": 0.0, "runner_name": "r", "polygraphy_class": "IterationResult"}]]], "polygraphy_class": "RunResults"}`
+	output := string(pgFile(`"` + long + `": ` + pgArrayText(good)))
+	inputs := "[\n  {\n    \"" + long + "\": " + pgArrayText(good) + "}]"
+	for name, b := range map[string]string{"long runner": runner, "long output": output, "long input": inputs,
+		"bom": "\xef\xbb\xbf" + string(pgFile(`"o": `+pgArrayText(good))), "bom and long name": "\xef\xbb\xbf" + output} {
+		if strings.HasPrefix(name, "long") && (strings.Contains(b[:4096], "polygraphy_class") || strings.Contains(b[:4096], `"array"`)) {
+			t.Fatalf("%s: a marker in the first 4 KiB", name)
+		}
+		if !SniffPolygraphy([]byte(b)) || Sniff([]byte(b)) != KindPolygraphy || Detect("x.json", []byte(b)) != KindPolygraphy {
+			t.Errorf("%s: not detected as Polygraphy", name)
+		}
+	}
+	for _, s := range []string{`{"lst": 1}`, `[{"` + long + `": {"array": "aGVsbG8="}}]`, `[{"` + long + `": [1]}]`, `{"dtype": "uint8", "shape": [1], "data": [1]}`} {
+		if SniffPolygraphy([]byte(s)) {
+			t.Errorf("SniffPolygraphy(%.40q): true", s)
+		}
+	}
 	if Sniff([]byte(`{"lst": [], "polygraphy_class": "RunResults"}`)) != KindPolygraphy || Sniff([]byte(`[[1]]`)) != KindJSON {
 		t.Error("Sniff order: polygraphy must win over JSON, and only on Polygraphy files")
 	}
@@ -475,6 +496,10 @@ func FuzzPolygraphy(f *testing.F) {
 	f.Add([]byte(`[{"x": ` + pgArrayText(good) + `}, {"x": ` + pgArrayText(good) + `}]`))
 	f.Add(pgFile(`"a": {"values": ` + pgArrayText(good) + `, "polygraphy_class": "LazyNumpyArray"}, "b": ` + pgArrayText(pgNpy("{'descr': '<u2', 'fortran_order': True, 'shape': (2, 2), }\n", make([]byte, 8)))))
 	f.Add([]byte(`{"lst": [["a", []], ["b", []]], "polygraphy_class": "RunResults"}`))
+	// A byte order mark, and names of 4 KiB or more before the first array.
+	f.Add(append([]byte("\xef\xbb\xbf"), pgFile(`"out0": `+pgArrayText(good))...))
+	f.Add(pgFile(`"` + strings.Repeat("o", 4200) + `": ` + pgArrayText(good)))
+	f.Add([]byte(`[{"` + strings.Repeat(`i\"`, 1500) + `": ` + pgArrayText(good) + `}]`))
 	if files, _ := filepath.Glob("testdata/polygraphy/*.json"); len(files) > 0 {
 		for _, p := range files {
 			if b, err := os.ReadFile(p); err == nil {
@@ -483,6 +508,7 @@ func FuzzPolygraphy(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		SniffPolygraphy(b) // any bytes: no panic, no read past them
 		ar, err := openPolygraphy(b, OpenOptions{Deferred: true})
 		eager, eerr := openPolygraphy(b, OpenOptions{Threads: 2})
 		if err != nil {

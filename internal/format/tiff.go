@@ -70,6 +70,7 @@ type tiffEntry struct {
 // tiffIFD is one image file directory.
 type tiffIFD struct {
 	off     int64
+	size    int64  // the entry count, the entries and the next IFD's offset
 	where   string // "IFD 0", "SubIFD 1 of IFD 0", for messages and info
 	entries map[uint16]tiffEntry
 }
@@ -143,6 +144,9 @@ func (f *tiffFile) walk(off int64, name string, depth int, seen map[int64]bool) 
 	}
 	f.ifds = append(f.ifds, ifd)
 	if e, ok := ifd.entries[tagSubIFDs]; ok && depth < maxSubIFDDepth {
+		if e.count > maxIFDs {
+			return 0, tiffError("%s: SubIFDs has %s values: more than %d IFDs", name, thousands(uint64(e.count)), maxIFDs)
+		}
 		subs, err := f.uints(e)
 		if err != nil {
 			return 0, tiffError("%s: SubIFDs: %v", name, err)
@@ -170,7 +174,7 @@ func (f *tiffFile) readIFD(off int64, name string) (*tiffIFD, int64, error) {
 	if end+4 > int64(len(b)) {
 		return nil, 0, tiffError("%s at offset %d claims %d entries, past the end of the file (%d bytes)", name, off, n, len(b))
 	}
-	ifd := &tiffIFD{off: off, where: name, entries: make(map[uint16]tiffEntry, n)}
+	ifd := &tiffIFD{off: off, size: end + 4 - off, where: name, entries: make(map[uint16]tiffEntry, n)}
 	for i := int64(0); i < n; i++ {
 		p := b[off+2+12*i:]
 		tag, typ, count := f.bo.Uint16(p), f.bo.Uint16(p[2:]), f.bo.Uint32(p[4:])
@@ -182,7 +186,7 @@ func (f *tiffFile) readIFD(off int64, name string) (*tiffIFD, int64, error) {
 			} else {
 				vo := uint64(f.bo.Uint32(p[8:]))
 				if vo+size > uint64(len(b)) {
-					return nil, 0, tiffError("%s: tag %d has %d values at offset %d, past the end of the file (%d bytes)", name, tag, count, vo, len(b))
+					return nil, 0, tiffError("%s: tag %d has %s values at offset %d, past the end of the file (%d bytes)", name, tag, thousands(uint64(count)), vo, len(b))
 				}
 				e.val = b[vo : vo+size]
 			}
@@ -192,83 +196,96 @@ func (f *tiffFile) readIFD(off int64, name string) (*tiffIFD, int64, error) {
 	return ifd, int64(f.bo.Uint32(b[end:])), nil
 }
 
-// uints reads an entry's values as unsigned integers (BYTE, SHORT, LONG,
-// IFD, LONG8 and their signed forms, which must not be negative).
-func (f *tiffFile) uints(e tiffEntry) ([]uint64, error) {
-	size := 0
-	if int(e.typ) < len(tiffTypeSize) {
-		size = tiffTypeSize[e.typ]
-	}
-	switch e.typ {
+// isIntType says whether a TIFF field type holds integers (BYTE, SHORT,
+// LONG, IFD, LONG8 and their signed forms).
+func isIntType(typ uint16) bool {
+	switch typ {
 	case 1, 3, 4, 6, 7, 8, 9, 13, 16, 17:
-	default:
+		return true
+	}
+	return false
+}
+
+// at reads value i of an integer entry (i < e.count, e.val checked to
+// hold them when the IFD was read), which must not be negative.
+func (f *tiffFile) at(e tiffEntry, i int) (uint64, error) {
+	if !isIntType(e.typ) {
+		return 0, fmt.Errorf("type %d is not an integer type", e.typ)
+	}
+	p := e.val[i*tiffTypeSize[e.typ]:]
+	var v uint64
+	neg := false
+	switch e.typ {
+	case 1, 7:
+		v = uint64(p[0])
+	case 6:
+		v, neg = uint64(int8(p[0])), int8(p[0]) < 0
+	case 3:
+		v = uint64(f.bo.Uint16(p))
+	case 8:
+		v, neg = uint64(int16(f.bo.Uint16(p))), int16(f.bo.Uint16(p)) < 0
+	case 4, 13:
+		v = uint64(f.bo.Uint32(p))
+	case 9:
+		v, neg = uint64(int32(f.bo.Uint32(p))), int32(f.bo.Uint32(p)) < 0
+	case 16:
+		v = f.bo.Uint64(p)
+	case 17:
+		v, neg = f.bo.Uint64(p), int64(f.bo.Uint64(p)) < 0
+	}
+	if neg {
+		return 0, fmt.Errorf("value %d is negative", int64(v))
+	}
+	return v, nil
+}
+
+// uints reads an entry's values as unsigned integers. The caller bounds
+// the count first (list's max): a tag's values lie in the file, but as
+// []uint64 a BYTE tag takes eight times the bytes it has there.
+func (f *tiffFile) uints(e tiffEntry) ([]uint64, error) {
+	if !isIntType(e.typ) {
 		return nil, fmt.Errorf("type %d is not an integer type", e.typ)
 	}
 	out := make([]uint64, e.count)
 	for i := range out {
-		p := e.val[i*size:]
-		var v uint64
-		neg := false
-		switch e.typ {
-		case 1, 7:
-			v = uint64(p[0])
-		case 6:
-			v, neg = uint64(int8(p[0])), int8(p[0]) < 0
-		case 3:
-			v = uint64(f.bo.Uint16(p))
-		case 8:
-			v, neg = uint64(int16(f.bo.Uint16(p))), int16(f.bo.Uint16(p)) < 0
-		case 4, 13:
-			v = uint64(f.bo.Uint32(p))
-		case 9:
-			v, neg = uint64(int32(f.bo.Uint32(p))), int32(f.bo.Uint32(p)) < 0
-		case 16:
-			v = f.bo.Uint64(p)
-		case 17:
-			v, neg = f.bo.Uint64(p), int64(f.bo.Uint64(p)) < 0
-		}
-		if neg {
-			return nil, fmt.Errorf("value %d is negative", int64(v))
+		v, err := f.at(e, i)
+		if err != nil {
+			return nil, err
 		}
 		out[i] = v
 	}
 	return out, nil
 }
 
-// numbers reads an entry's values as text: integers as they are,
-// rationals as their decimal value (shortest form).
-func (f *tiffFile) numbers(e tiffEntry) ([]string, error) {
-	switch e.typ {
-	case 5, 10:
-		out := make([]string, e.count)
-		for i := range out {
+// shownValues is how many values info shows of a long tag: the first
+// few, then how many there are (a 20 MB BlackLevel tag is not a 40 MB
+// line).
+const shownValues = 3
+
+// numbers reads up to max of an entry's values as text: integers as they
+// are, rationals as their decimal value (shortest form).
+func (f *tiffFile) numbers(e tiffEntry, max int) ([]string, error) {
+	n := min(int(e.count), max)
+	out := make([]string, n)
+	for i := range out {
+		switch e.typ {
+		case 5, 10:
 			p := e.val[8*i:]
-			n, d := float64(f.bo.Uint32(p)), float64(f.bo.Uint32(p[4:]))
+			num, den := float64(f.bo.Uint32(p)), float64(f.bo.Uint32(p[4:]))
 			if e.typ == 10 {
-				n, d = float64(int32(f.bo.Uint32(p))), float64(int32(f.bo.Uint32(p[4:])))
+				num, den = float64(int32(f.bo.Uint32(p))), float64(int32(f.bo.Uint32(p[4:])))
 			}
-			if d == 0 {
+			if den == 0 {
 				out[i] = "NaN"
 				continue
 			}
-			out[i] = strconv.FormatFloat(n/d, 'g', -1, 64)
-		}
-		return out, nil
-	case 11, 12:
-		out := make([]string, e.count)
-		for i := range out {
-			v := float64(math.Float32frombits(f.bo.Uint32(e.val[4*i:])))
-			if e.typ == 12 {
-				v = math.Float64frombits(f.bo.Uint64(e.val[8*i:]))
-			}
-			out[i] = strconv.FormatFloat(v, 'g', -1, 64)
-		}
-		return out, nil
-	case 6, 8, 9, 17:
-		size := tiffTypeSize[e.typ]
-		out := make([]string, e.count)
-		for i := range out {
-			p := e.val[i*size:]
+			out[i] = strconv.FormatFloat(num/den, 'g', -1, 64)
+		case 11:
+			out[i] = strconv.FormatFloat(float64(math.Float32frombits(f.bo.Uint32(e.val[4*i:]))), 'g', -1, 64)
+		case 12:
+			out[i] = strconv.FormatFloat(math.Float64frombits(f.bo.Uint64(e.val[8*i:])), 'g', -1, 64)
+		case 6, 8, 9, 17:
+			p := e.val[i*tiffTypeSize[e.typ]:]
 			var v int64
 			switch e.typ {
 			case 6:
@@ -281,18 +298,32 @@ func (f *tiffFile) numbers(e tiffEntry) ([]string, error) {
 				v = int64(f.bo.Uint64(p))
 			}
 			out[i] = strconv.FormatInt(v, 10)
+		default:
+			v, err := f.at(e, i)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = strconv.FormatUint(v, 10)
 		}
-		return out, nil
-	}
-	us, err := f.uints(e)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, len(us))
-	for i, v := range us {
-		out[i] = strconv.FormatUint(v, 10)
 	}
 	return out, nil
+}
+
+// float reads value i of a numeric entry (integer or rational) as a
+// float64; ok is false for other types and a rational over 0.
+func (f *tiffFile) float(e tiffEntry, i int) (float64, bool) {
+	switch e.typ {
+	case 5:
+		p := e.val[8*i:]
+		num, den := f.bo.Uint32(p), f.bo.Uint32(p[4:])
+		return float64(num) / float64(den), den != 0
+	case 10:
+		p := e.val[8*i:]
+		num, den := int32(f.bo.Uint32(p)), int32(f.bo.Uint32(p[4:]))
+		return float64(num) / float64(den), den != 0
+	}
+	v, err := f.at(e, i)
+	return float64(v), err == nil
 }
 
 // has reports whether the IFD has a tag.
@@ -304,21 +335,25 @@ func (f *tiffFile) uint(d *tiffIFD, tag uint16, name string, def uint64) (uint64
 	if !ok {
 		return def, nil
 	}
-	vs, err := f.uints(e)
+	if e.count == 0 {
+		return 0, tiffError("%s: %s has no value", d.where, name)
+	}
+	v, err := f.at(e, 0)
 	if err != nil {
 		return 0, tiffError("%s: %s: %v", d.where, name, err)
 	}
-	if len(vs) == 0 {
-		return 0, tiffError("%s: %s has no value", d.where, name)
-	}
-	return vs[0], nil
+	return v, nil
 }
 
-// list reads a tag of integer values (nil when absent).
-func (f *tiffFile) list(d *tiffIFD, tag uint16, name string) ([]uint64, error) {
+// list reads a tag of at most max integer values (nil when absent); more
+// is an error, said before anything is allocated for them.
+func (f *tiffFile) list(d *tiffIFD, tag uint16, name string, max int) ([]uint64, error) {
 	e, ok := d.entries[tag]
 	if !ok {
 		return nil, nil
+	}
+	if uint64(e.count) > uint64(max) {
+		return nil, tiffError("%s: %s has %s values (at most %d make sense)", d.where, name, thousands(uint64(e.count)), max)
 	}
 	vs, err := f.uints(e)
 	if err != nil {
@@ -327,15 +362,30 @@ func (f *tiffFile) list(d *tiffIFD, tag uint16, name string) ([]uint64, error) {
 	return vs, nil
 }
 
-// text is a tag's values joined by commas, or "" when absent.
+// text is a tag's values joined by commas, or "" when absent. Of a tag
+// with more than a few values it shows the first ones and the count:
+// "0, 0, 0, … (20,000,000 values)".
 func (f *tiffFile) text(d *tiffIFD, tag uint16) string {
 	e, ok := d.entries[tag]
 	if !ok || e.val == nil {
 		return ""
 	}
-	vs, err := f.numbers(e)
+	long := e.count > 2*shownValues
+	vs, err := f.numbers(e, map[bool]int{true: shownValues, false: int(e.count)}[long])
 	if err != nil {
 		return ""
 	}
+	if long {
+		return strings.Join(vs, ", ") + ", … (" + thousands(uint64(e.count)) + " values)"
+	}
 	return strings.Join(vs, ",")
+}
+
+// thousands writes n with commas between groups of three digits.
+func thousands(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -141,11 +141,16 @@ func openObject(p Place, name string) (*Input, error) {
 		return &Input{Name: name, Data: first[:n], pooled: true}, nil
 	}
 	f, err := Scratch()
-	if err == nil {
+	if err != nil {
+		err = &ScratchError{Op: "making", Object: name, Err: err}
+	} else {
 		// Blocks first: a full TMPDIR fails before the transfer.
 		err = fallocate(f, 0, size)
 		if err == nil {
 			_, err = f.WriteAt(first[:n], 0)
+		}
+		if err != nil {
+			err = &ScratchError{Op: "writing", Object: name, Err: err}
 		}
 	}
 	PutBuffer(first)
@@ -159,6 +164,9 @@ func openObject(p Place, name string) (*Input, error) {
 	if err != nil {
 		if f != nil {
 			f.Close()
+		}
+		if se, ok := err.(*ScratchError); ok {
+			return nil, se
 		}
 		return nil, unwrapPath(err)
 	}
@@ -214,7 +222,7 @@ func createObject(p Place, name string) (*Output, error) {
 	HandleSignals() // a signal aborts the upload in flight
 	f, err := Scratch()
 	if err != nil {
-		return nil, err
+		return nil, &ScratchError{Op: "making", Object: name, Err: err}
 	}
 	return &Output{Name: name, w: f, f: f, place: p}, nil
 }

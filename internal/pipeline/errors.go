@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/depthspace/depthspace/internal/format"
+	fileio "github.com/depthspace/depthspace/internal/io"
 )
 
 // The errors of a job: each says which path it is about (an input, an
@@ -27,6 +28,12 @@ func pathErr(path string, err error) error {
 	var pe *PathError
 	if errors.As(err, &pe) {
 		return err
+	}
+	// A scratch file of an object's transfer is TMPDIR's, not the
+	// object's: the line names TMPDIR's directory.
+	var se *fileio.ScratchError
+	if errors.As(err, &se) {
+		return &PathError{Path: se.Dir(), Err: se}
 	}
 	if path == "-" {
 		path = "stdin"

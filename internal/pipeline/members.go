@@ -133,9 +133,11 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan, to format.Kind) [
 	for i, t := range ts {
 		t, p := t, plans[i]
 		name := t.Name // a single tensor's own name (an ONNX TensorProto's)
-		if container && (!format.IsContainer(t.Kind) || name == "") {
+		if container && !format.IsContainer(t.Kind) {
 			name = DefaultMemberName
 		}
+		// A container's member keeps its name, an empty one too: the
+		// output's format carries it or refuses it, never renames it.
 		jobs[i] = MemberJob{
 			Name: name, Header: format.Header{DType: t.DType, Shape: p.Out},
 			Producer: producer(p, t, opts.Threads), Compressed: t.Compressed, Meta: t.Meta, From: t.Kind, Threads: opts.Threads,

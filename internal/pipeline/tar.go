@@ -138,11 +138,21 @@ func copyTar(opts Options, r io.Reader, all []byte, drop func(int64), w io.Write
 		if hdr == nil {
 			break // the end of the archive
 		}
+		if from, ok := c.renamed[hdr.Name]; ok {
+			return nil, pathErr(c.name, fmt.Errorf("member %q: %s", hdr.Name, renameClash(from, hdr.Name)))
+		}
+		if key := sampleKey(hdr.Name); key != c.sample || c.sampleNames == nil {
+			c.sample, c.sampleNames = key, map[string]bool{}
+		}
 		if hdr.Typeflag != tar.TypeReg || !isTensorMember(opts.Members, hdr.Name) {
+			if k := format.KindByExtension(hdr.Name); c.unpicked == "" && hdr.Typeflag == tar.TypeReg && k != format.KindNpy && format.InTarShard(k) {
+				c.unpicked = hdr.Name
+			}
 			err = c.copyThrough(hdr, raw)
 		} else {
 			err = c.work(hdr, raw)
 		}
+		c.sampleNames[hdr.Name] = true
 		if err != nil {
 			return nil, err
 		}
@@ -174,6 +184,20 @@ type tarCopy struct {
 	plans   map[string]*ops.Plan
 	res     *Result
 	worked  int
+	// A member of a read-only format (a DNG) is written as npy, beside
+	// its name (renamedMember). Its new name must not be another
+	// member's: renamed holds the new names (the member each came from),
+	// checked against every later member; sampleNames the names written
+	// in the current sample (a WebDataset sample's members are adjacent,
+	// sharing the key before the base name's first dot), checked against
+	// a new name, which stays in its member's sample.
+	renamed     map[string]string
+	sample      string
+	sampleNames map[string]bool
+	// unpicked is the first tensor member of another format than npy
+	// (a .dng, a .png) that --member did not pick, for the hint of a
+	// shard with nothing to do.
+	unpicked string
 }
 
 func newTarCopy(opts Options, r io.Reader, all []byte, drop func(int64), w io.Writer) *tarCopy {
@@ -306,12 +330,25 @@ func (c *tarCopy) work(hdr *tar.Header, raw []byte) error {
 		return c.memberErr(hdr, err)
 	}
 	h := *hdr
+	// anew makes h the member's whole header, to be encoded again (a new
+	// size or name): a plain block was read for its name, type and size
+	// only, and its mode, owner and time must stay.
+	anew := func() {
+		if len(raw) == 512 {
+			if full, err := tar.NewReader(io.MultiReader(bytes.NewReader(raw), bytes.NewReader(make([]byte, 1024)))).Next(); err == nil {
+				full.Size = h.Size
+				h = *full
+			}
+		}
+		raw = nil
+	}
 	var mres *Result
 	if job, ok, err := npyMember(c.opts, c.plans, hdr.Name, data); err != nil {
 		return c.memberErr(hdr, err)
 	} else if ok {
 		if int64(job.size()) != h.Size {
-			h.Size, raw = int64(job.size()), nil
+			anew()
+			h.Size = int64(job.size())
 		}
 		if err := c.sw.header(&h, raw); err != nil {
 			return pathErr(c.name, err)
@@ -326,8 +363,20 @@ func (c *tarCopy) work(hdr *tar.Header, raw []byte) error {
 		if err != nil {
 			return c.memberErr(hdr, err)
 		}
+		if r.Name != hdr.Name {
+			if c.sampleNames[r.Name] {
+				return pathErr(c.name, fmt.Errorf("member %q: %s", hdr.Name, renameClash(hdr.Name, r.Name)))
+			}
+			if c.renamed == nil {
+				c.renamed = map[string]string{}
+			}
+			c.renamed[r.Name] = hdr.Name
+			anew()
+			h.Name = r.Name
+		}
 		if int64(len(b)) != h.Size {
-			h.Size, raw = int64(len(b)), nil
+			anew()
+			h.Size = int64(len(b))
 		}
 		if err := c.sw.header(&h, raw); err != nil {
 			return pathErr(c.name, err)
@@ -359,7 +408,11 @@ func (c *tarCopy) finish() (*Result, error) {
 		if len(c.opts.Members) > 0 {
 			what = "no member matching --member " + strings.Join(c.opts.Members, " --member ")
 		}
-		return nil, pathErr(c.name, fmt.Errorf("the tar shard has %s: nothing to do", what))
+		hint := ""
+		if c.unpicked != "" {
+			hint = fmt.Sprintf(" (to work on %q and its like, pick them with --member '*%s')", c.unpicked, path.Ext(c.unpicked))
+		}
+		return nil, pathErr(c.name, fmt.Errorf("the tar shard has %s: nothing to do%s", what, hint))
 	}
 	if err := c.sw.close(); err != nil {
 		return nil, c.outputErr(err)
@@ -454,7 +507,9 @@ func npyMember(opts Options, plans map[string]*ops.Plan, name string, data []byt
 
 // transformMember runs the job on one member's bytes, in the member's own
 // format (its extension, else its content), and returns the new bytes
-// (in out's storage when it is large enough).
+// (in out's storage when it is large enough). A member of a format
+// depthspace reads but does not write (a DNG) is written as npy, and the
+// result's Name is then its new name (renamedMember).
 func transformMember(opts Options, name string, data, out []byte) ([]byte, *Result, error) {
 	sub := opts
 	sub.Path = name
@@ -467,6 +522,10 @@ func transformMember(opts Options, name string, data, out []byte) ([]byte, *Resu
 		return nil, nil, fmt.Errorf("is not a tensor file depthspace reads by itself (%s)", strings.Join(format.Names(format.ReadsAlone), ", "))
 	}
 	sub.From, sub.To = kind, kind
+	outName := name
+	if !format.Writable(format.Lookup(kind)) {
+		sub.To, outName = format.KindNpy, renamedMember(name)
+	}
 	t, err := decode(sub.Source, &fileio.Input{Data: data})
 	if err != nil {
 		return nil, nil, err
@@ -485,8 +544,31 @@ func transformMember(opts Options, name string, data, out []byte) ([]byte, *Resu
 		}
 		return nil, nil, err
 	}
-	r.Input, r.Output, r.Name = opts.Path, opts.Output, name
+	r.Input, r.Output, r.Name = opts.Path, opts.Output, outName
 	return buf.Bytes(), r, nil
+}
+
+// renamedMember is the name of a read-only member written as npy: its
+// last extension replaced, "000.raw.dng" → "000.raw.npy", so that it
+// stays in its WebDataset sample (the key before the first dot).
+func renamedMember(name string) string {
+	return strings.TrimSuffix(name, path.Ext(name)) + ".npy"
+}
+
+// renameClash says that a read-only member's npy name is another
+// member's.
+func renameClash(from, name string) string {
+	return fmt.Sprintf("%q is written as npy under the name %q, which another member of the shard has: rename one of them", from, name)
+}
+
+// sampleKey is a member's WebDataset sample key: its name up to the first
+// dot of its base name.
+func sampleKey(name string) string {
+	dir, base := path.Split(name)
+	if i := strings.IndexByte(base, '.'); i >= 0 {
+		base = base[:i]
+	}
+	return dir + base
 }
 
 // tarEnd checks the end of a shard, where archive/tar's Next said io.EOF

@@ -479,3 +479,60 @@ func TestTarSparseMemberRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestTarNamesCarried: a shard's output is a copy of its input, and tar
+// carries every name archive/tar reads exactly, as bytes: "../x.npy" (as
+// TestTarPython's ../escape.npy), an absolute one, one that is not UTF-8,
+// an empty one. A NUL in a PAX path is refused by archive/tar itself.
+func TestTarNamesCarried(t *testing.T) {
+	in, _ := npyBytes(t, "|u1", []int{1, 1, 2, 2}, rand.New(rand.NewSource(1)))
+	req := ops.Request{Block: ops.Block{2}}
+	dir := t.TempDir()
+	for _, c := range []struct{ name, want string }{
+		{"é\x00b.npy", "not a valid tar archive (bad header)"},
+		{"", ""},
+		{"../x.npy", ""},
+		{"/abs/x.npy", ""},
+		{"d/../../x.cls", ""},
+		{"a\xffb.npy", ""},
+		{"a..b/c..npy", ""},
+	} {
+		// archive/tar writes no NUL: a \x01 in the PAX path record (not in
+		// the checksummed header block) is made one.
+		name := strings.ReplaceAll(c.name, "\x00", "\x01")
+		h := tar.Header{Typeflag: tar.TypeReg, Name: name, Size: int64(len(in)), Mode: 0o644, Format: tar.FormatPAX}
+		shard := writeShard(t, []shardMember{{h, in, nil}, {tar.Header{Typeflag: tar.TypeReg, Name: "ok.npy", Size: int64(len(in)), Mode: 0o644}, in, nil}})
+		if name != c.name {
+			shard = bytes.Replace(shard, []byte("path="+name), []byte("path="+c.name), 1)
+		}
+		path := filepath.Join(dir, "in.tar")
+		if err := os.WriteFile(path, shard, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "out.tar")
+		_, errFile := Transform(Options{Request: req, Source: Source{Path: path}, Output: out, Threads: 1})
+		var piped bytes.Buffer
+		_, errPipe := Transform(Options{Request: req, Source: Source{Path: "-", From: format.KindTar, Stdin: bytes.NewReader(shard)}, Output: "-", Stdout: &piped, Threads: 1})
+		for _, err := range []error{errFile, errPipe} {
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("%q: %v", c.name, err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("%q: %v, want %q", c.name, err, c.want)
+			}
+		}
+		if c.want != "" {
+			continue
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, got := range [][]byte{b, piped.Bytes()} {
+			h, err := tar.NewReader(bytes.NewReader(got)).Next()
+			if err != nil || h.Name != c.name {
+				t.Errorf("%q: read back %v, %v", c.name, h, err)
+			}
+		}
+	}
+}

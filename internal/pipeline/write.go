@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/depthspace/depthspace/internal/format"
 	fileio "github.com/depthspace/depthspace/internal/io"
@@ -58,6 +59,12 @@ func writeResult(d dest, kind format.Kind, jobs []MemberJob) (*Result, error) {
 		}
 		if _, ok := err.(*scratchError); ok {
 			return nil, err // "DIR: making a scratch file there (TMPDIR)"
+		}
+		if fileio.IsObject(d.path) && errors.As(err, new(syscall.Errno)) {
+			// An object is built in a scratch file and uploaded by
+			// Commit: a file error before then (a full TMPDIR) is that
+			// file's, not the bucket's.
+			err = &fileio.ScratchError{Op: "writing", Object: d.path, Err: err}
 		}
 		return nil, pathErr(displayName(d.path), err)
 	}

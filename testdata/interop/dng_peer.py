@@ -1,11 +1,13 @@
-"""Issue 27's peer: camera DNGs (python3-tifffile) packed into four planes.
+"""Camera DNGs (python3-tifffile) packed into four planes, checked against LibRaw.
 
   dng_peer.py gen DIR    write the DNGs, LibRaw's planes and jobs.json
   dng_peer.py check DIR  check depthspace's outputs
 
 gen writes 16-bit CFA DNGs with tifffile — the four Bayer patterns, both
 byte orders, strips and tiles, the raw image in IFD 0 or in a SubIFD behind
-a preview, one with an ActiveArea — and runs LibRaw's 4channels -B (no
+a preview, one with an ActiveArea, and each pattern written through three
+CFAPlaneColor orders (CFAPattern's values then being planes, not
+colours) — and runs LibRaw's 4channels -B (no
 black subtraction) and unprocessed_raw on each. depthspace then runs
 s2d -b 2 --layout hw --block-order cfa on every file and converts it whole.
 check asks that the whole mosaic is unprocessed_raw's, and that the four
@@ -18,6 +20,7 @@ whose red row is the second, groups 1 and 2 are LibRaw's G2 and G).
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -26,13 +29,28 @@ import tifffile
 
 PATTERNS = {"rggb": (0, 1, 1, 2), "bggr": (2, 1, 1, 0), "grbg": (1, 0, 2, 1), "gbrg": (1, 2, 0, 1)}
 
+# CFAPlaneColor orders besides the default (0, 1, 2): a CFAPattern value's
+# position in the tag is the pixel's plane, and LibRaw and dcraw read an
+# RGB sensor's planes as red, green, blue in that order, so a BGGR sensor
+# may be written as CFAPattern 0,1,1,2 with plane colours 2,1,0.
+PLANE_ORDERS = [(2, 1, 0), (1, 2, 0), (2, 0, 1), (0, 2, 1)]
 
-def tags(pattern, area):
+
+def stored(name, planes):
+    """The CFAPattern values that make pattern name with these plane colours."""
+    if planes is None:
+        return PATTERNS[name]
+    return tuple(planes[c] for c in PATTERNS[name])
+
+
+def tags(pattern, area, planes=None):
     t = [(50706, "B", 4, (1, 4, 0, 0), True), (33421, "H", 2, (2, 2), True), (33422, "B", 4, pattern, True),
          (50708, "s", 0, "Test Cam", True), (50717, "H", 1, (65535,), True),
          (50721, "2i", 9, (1, 1, 0, 1, 0, 1, 0, 1, 1, 1, 0, 1, 0, 1, 0, 1, 1, 1), True)]
     if area:
         t.append((50829, "I", 4, area, True))
+    if planes:
+        t.append((50710, "B", 3, planes, True))
     return t
 
 
@@ -42,8 +60,20 @@ def cases():
         for bo, kw, sub, area in [("<", dict(rowsperstrip=6), False, None),
                                   (">", dict(tile=(16, 16)), True, None),
                                   ("<", dict(rowsperstrip=48), True, (2, 4, 46, 60))]:
-            yield f"{name}_{i}", name, bo, kw, sub, area
+            yield f"{name}_{i}", name, bo, kw, sub, area, None
             i += 1
+        for planes in PLANE_ORDERS:
+            yield f"{name}_{i}_planes", name, "<", dict(rowsperstrip=6), False, None, planes
+            i += 1
+
+
+def dcraw_pattern(path):
+    """dcraw's name of the file's 2x2 pattern, as `dcraw -i -v` says it."""
+    out = subprocess.run(["dcraw", "-i", "-v", path], check=True, capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if line.startswith("Filter pattern:"):
+            return line.split(":", 1)[1].strip().replace("/", "")[:4].lower()
+    return None
 
 
 def pgm(path):
@@ -56,11 +86,11 @@ def pgm(path):
 def gen(d):
     rng = np.random.default_rng(27)
     jobs = []
-    for stem, name, bo, kw, sub, area in cases():
+    for stem, name, bo, kw, sub, area, planes in cases():
         a = rng.integers(0, 65536, size=(48, 64), dtype=np.uint16)
         path = os.path.join(d, stem + ".dng")
         with tifffile.TiffWriter(path, byteorder=bo) as t:
-            tg = tags(PATTERNS[name], area)
+            tg = tags(stored(name, planes), area, planes)
             if sub:
                 t.write(np.zeros((8, 8, 3), np.uint8), photometric="rgb", subfiletype=1, subifds=1,
                         extratags=[tg[0], tg[3]], metadata=None, software=False)
@@ -80,8 +110,14 @@ def gen(d):
 def check(d):
     bad = 0
     n = 0
-    for stem, name, bo, kw, sub, area in cases():
+    for stem, name, bo, kw, sub, area, planes in cases():
         path = os.path.join(d, stem + ".dng")
+        if planes and shutil.which("dcraw"):
+            n += 1
+            got = dcraw_pattern(path)
+            if got != name:
+                print(f"{stem}: dcraw reads the pattern as {got}, not {name}")
+                bad += 1
         full = np.load(os.path.join(d, stem + ".full.npy"))
         mosaic = np.load(os.path.join(d, stem + ".mosaic.npy"))
         planes = np.load(os.path.join(d, stem + ".planes.npy"))
@@ -114,7 +150,8 @@ def check(d):
             if p[..., k].shape != lib[c].shape or not np.array_equal(p[..., k], lib[c]):
                 print(f"{stem}: group {k} is not LibRaw's {c} plane")
                 bad += 1
-    print(f"{n} planes of {len(list(cases()))} DNGs checked (strips against LibRaw's 4channels, tiles against numpy); {bad} bad")
+    print(f"{n} planes and patterns of {len(list(cases()))} DNGs checked (strips against LibRaw's 4channels, "
+          f"tiles against numpy, plane colours' patterns against dcraw -i -v); {bad} bad")
     sys.exit(1 if bad else 0)
 
 
