@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -115,59 +117,26 @@ output carries the text or --json report.`,
 			if len(args) == 1 || len(args) == 2 {
 				return nil
 			}
-			return fmt.Errorf("compare needs two inputs, A (the reference) and B, or one file of several runs, got %d argument(s) (see '%s --help')", len(args), cmd.CommandPath())
+			err := fmt.Errorf("compare needs two inputs, A (the reference) and B, or one file of several runs, got %d argument(s) (see '%s --help')", len(args), cmd.CommandPath())
+			f.junitOnError(args, err)
+			return err
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			job, err := f.job(cmd, args, s)
-			if err != nil {
-				return err
+			err := f.run(cmd, args, s)
+			if err != nil && !errors.Is(err, errDifferent) {
+				// Names (of members, of files) are shown escaped: the
+				// error stays one line, and no control sequence reaches
+				// the terminal.
+				err = shownError{err}
 			}
-			var junit *compare.JUnitFile // nil without --junit
-			if f.junit != "" {
-				if junit, err = compare.CreateJUnit(f.junit, *job); err != nil {
-					return err
-				}
-			}
-			var rep interface{ WriteText(io.Writer) error }
-			var equal bool
-			if len(args) == 1 {
-				// One file of several runs (Polygraphy RunResults):
-				// every run against the first.
-				var rr *compare.RunsReport
-				if rr, err = compare.Runs(*job); err == nil {
-					rep, equal = rr, rr.Equal
-				}
-			} else {
-				rep, equal, err = compare.Any(*job)
-			}
-			// The JUnit report is written even when the comparison fails
-			// (an <error>), so that CI never reads a stale one.
-			jerr := junit.Finish(rep, equal, err)
-			if err != nil {
-				return err
-			}
-			if f.json {
-				if jl, ok := rep.(interface{ WriteJSONLines(io.Writer) error }); ok {
-					// Containers and directories: one record per pair and
-					// a summary, as a batch's --json.
-					if err := jl.WriteJSONLines(s.out); err != nil {
-						return err
-					}
-				} else if err := writeJSON(s.out, rep); err != nil {
-					return err
-				}
-			} else if err := rep.WriteText(s.out); err != nil {
-				return err
-			}
-			if jerr != nil {
-				return jerr
-			}
-			if !equal {
-				return errDifferent
-			}
-			return nil
+			return err
 		},
 	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		err = fmt.Errorf("%v (see '%s --help')", err, c.CommandPath())
+		f.junitOnError(nil, err)
+		return err
+	})
 	fl := cmd.Flags()
 	fl.StringArrayVar(&f.rtol, "rtol", nil, "relative tolerance [NAME:]R: compare values with numpy's isclose rule; NAME: for one member of archives (repeatable)")
 	fl.StringArrayVar(&f.atol, "atol", nil, "absolute tolerance [NAME:]A: compare values with numpy's isclose rule; NAME: for one member of archives (repeatable)")
@@ -181,6 +150,59 @@ output carries the text or --json report.`,
 	f.inputFlags.register(fl, "compare only the members whose names match, on both sides")
 	registerCompletions(cmd)
 	return cmd
+}
+
+// run is compare's work, once the flags are read.
+func (f *compareFlags) run(cmd *cobra.Command, args []string, s *streams) error {
+	job, err := f.job(cmd, args, s)
+	if err != nil {
+		f.junitOnError(args, err)
+		return err
+	}
+	var junit *compare.JUnitFile // nil without --junit
+	if f.junit != "" {
+		if junit, err = compare.CreateJUnit(f.junit, *job); err != nil {
+			return err
+		}
+	}
+	var rep interface{ WriteText(io.Writer) error }
+	var equal bool
+	if len(args) == 1 {
+		// One file of several runs (Polygraphy RunResults):
+		// every run against the first.
+		var rr *compare.RunsReport
+		if rr, err = compare.Runs(*job); err == nil {
+			rep, equal = rr, rr.Equal
+		}
+	} else {
+		rep, equal, err = compare.Any(*job)
+	}
+	// The JUnit report is written even when the comparison fails
+	// (an <error>), so that CI never reads a stale one.
+	jerr := junit.Finish(rep, equal, err)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		if jl, ok := rep.(interface{ WriteJSONLines(io.Writer) error }); ok {
+			// Containers and directories: one record per pair and
+			// a summary, as a batch's --json.
+			if err := jl.WriteJSONLines(s.out); err != nil {
+				return err
+			}
+		} else if err := writeJSON(s.out, rep); err != nil {
+			return err
+		}
+	} else if err := rep.WriteText(s.out); err != nil {
+		return err
+	}
+	if jerr != nil {
+		return jerr
+	}
+	if !equal {
+		return errDifferent
+	}
+	return nil
 }
 
 func (f *compareFlags) job(cmd *cobra.Command, args []string, s *streams) (*compare.Job, error) {
@@ -240,3 +262,54 @@ func parseTolerances(flag string, vals []string) (def float64, member map[string
 	}
 	return def, member, nil
 }
+
+// junitOnError replaces the --junit report with one that records err, for
+// a run that failed before it compared anything (a flag, an argument, a
+// tolerance it cannot read): a CI job then never reads the last run's
+// report as this one's. After a flag error the flags that follow it are
+// not read, so --junit is looked for among the arguments themselves.
+func (f *compareFlags) junitOnError(args []string, err error) {
+	path := f.junit
+	if path == "" {
+		path = junitArg(os.Args[1:])
+	}
+	if path == "" || path == "-" {
+		return
+	}
+	var job compare.Job
+	if len(args) > 0 {
+		job.A.Path = args[0]
+	}
+	if len(args) > 1 {
+		job.B.Path = args[1]
+	}
+	if jf, cerr := compare.CreateJUnit(path, job); cerr == nil {
+		_ = jf.Finish(nil, false, err) // the run's error is the one to report
+	}
+}
+
+// junitArg is the value of the last --junit among command-line arguments
+// (--junit F or --junit=F, before a "--"), or "".
+func junitArg(args []string) string {
+	path := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return path
+		case a == "--junit" && i+1 < len(args):
+			path = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--junit="):
+			path = strings.TrimPrefix(a, "--junit=")
+		}
+	}
+	return path
+}
+
+// shownError is an error whose message shows control characters and
+// bytes that are not UTF-8 escaped (compare.Escaped).
+type shownError struct{ err error }
+
+func (e shownError) Error() string { return compare.Escaped(e.err.Error()) }
+func (e shownError) Unwrap() error { return e.err }

@@ -47,6 +47,18 @@ type Options struct {
 	// MaxReport is how many differences are listed (the first by index).
 	MaxReport int
 	Threads   int
+
+	// names, when set, collects the names of a directory's pairs, whose
+	// per-member tolerances are checked once, against every pair, rather
+	// than pair by pair.
+	names *nameSet
+	// stem is the name of a file holding one unnamed tensor (a plain
+	// .npy): its path in the directory without the extension, so that
+	// --atol logits:A applies to a directory's logits.npy.
+	stem string
+	// paths, when set, is the file each member of a directory compared
+	// with a container came from, for the reports.
+	paths map[*pipeline.Tensor]string
 }
 
 // DefaultMaxReport is how many differences a report lists unless told.
@@ -352,11 +364,11 @@ func Any(j Job) (result interface {
 		}
 		return rep, rep.Equal, nil
 	case da || db:
-		dir, file := j.A.Path, j.B.Path
-		if db {
-			dir, file = file, dir
+		rep, err := DirContainer(j)
+		if err != nil {
+			return nil, false, err
 		}
-		return nil, false, &pipeline.PathError{Path: dir, Err: fmt.Errorf("is a directory and %s is not: compare two directories (file by file) or two files", file)}
+		return rep, rep.Equal, nil
 	}
 	return anyFiles(j)
 }
@@ -387,7 +399,12 @@ func anyFiles(j Job) (result interface {
 		return nil, false, err
 	}
 	defer closeAll(bs)
-	if err := checkMemberNames(j.Options, as, bs); err != nil {
+	if len(as) == 0 && len(bs) == 0 {
+		return nil, false, fmt.Errorf("%s and %s hold no tensors: nothing to compare", Name(displayPath(j.A.Path)), Name(displayPath(j.B.Path)))
+	}
+	if j.names != nil {
+		j.names.add(as, bs)
+	} else if err := checkMemberNames(j.Options, as, bs); err != nil {
 		return nil, false, err
 	}
 	if j.DiffImage != "" && (len(as) > 1 || len(bs) > 1) {
@@ -396,6 +413,8 @@ func anyFiles(j Job) (result interface {
 	if len(as) == 1 && len(bs) == 1 {
 		if as[0].Name != "" {
 			j.Options = j.Options.forMember(as[0].Name)
+		} else if j.stem != "" {
+			j.Options = j.Options.forMember(j.stem)
 		}
 		rep, err := tensors(j, as[0], bs[0])
 		if err != nil {
@@ -448,4 +467,15 @@ func tensors(j Job, ta, tb *pipeline.Tensor) (*Report, error) {
 	rep.A.Path, rep.A.Format = j.A.Path, string(ta.Kind)
 	rep.B.Path, rep.B.Format = j.B.Path, string(tb.Kind)
 	return rep, nil
+}
+
+// memberFlag is one flag's per-member values (--atol NAME:A, …).
+type memberFlag struct {
+	flag   string
+	values map[string]float64
+}
+
+// memberFlags are the flags whose values may be given per member.
+func (o Options) memberFlags() []memberFlag {
+	return []memberFlag{{"--rtol", o.MemberRTol}, {"--atol", o.MemberATol}}
 }

@@ -21,7 +21,7 @@ import (
 //	  [0, 1, 1, 2]: 2 vs 2.5
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	names := r.A.Path + " and " + r.B.Path
+	names := Name(r.A.Path) + " and " + Name(r.B.Path)
 	switch r.Mismatch {
 	case MismatchShape:
 		fmt.Fprintf(&b, "%s differ in shape: %s and %s", names, shapeText(r.A.Shape), shapeText(r.B.Shape))
