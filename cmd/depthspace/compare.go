@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,12 +19,17 @@ import (
 type compareFlags struct {
 	rtol, atol []string // [NAME:]value, repeatable
 	stat       string
-	quantile   float64
-	diffImage  string
-	junit      string
-	json       bool
-	threads    int
-	maxReport  int
+	// compareFunc is --compare-func; thresholds holds each function's
+	// threshold flag ([NAME:]value, repeatable), by function.
+	compareFunc string
+	thresholds  map[string]*[]string
+	infEqual    bool
+	quantile    float64
+	diffImage   string
+	junit       string
+	json        bool
+	threads     int
+	maxReport   int
 	inputFlags
 }
 
@@ -147,6 +153,15 @@ output carries the text or --json report.`,
 	fl.StringVar(&f.junit, "junit", "", "also write a JUnit XML report to this file, for CI: one test case per member or file pair, a failure for each that differs")
 	fl.IntVar(&f.maxReport, "max-report", compare.DefaultMaxReport, "how many differences to list (the first by index)")
 	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work")
+	fl.StringVar(&f.compareFunc, "compare-func", compare.FuncSimple, "how to compare, as Polygraphy's: "+strings.Join(compare.FuncNames(), ", ")+" (simple: --rtol/--atol; the others against their threshold)")
+	f.thresholds = map[string]*[]string{}
+	for _, fn := range compare.FuncNames()[1:] {
+		v := new([]string)
+		f.thresholds[fn] = v
+		fl.StringArrayVar(v, strings.TrimPrefix(compare.ThresholdFlag(fn), "--"), nil,
+			fmt.Sprintf("--compare-func %s's threshold [NAME:]V, NAME: for one member (repeatable; default %v, Polygraphy's)", fn, compare.DefaultThreshold(fn)))
+	}
+	fl.BoolVar(&f.infEqual, "infinities-compare-equal", false, "with --compare-func l2, psnr or snr, the same infinity on both sides is an error of 0, not NaN (simple mode already takes it as equal)")
 	f.inputFlags.register(fl, "compare only the members whose names match, on both sides")
 	registerCompletions(cmd)
 	return cmd
@@ -229,6 +244,26 @@ func (f *compareFlags) job(cmd *cobra.Command, args []string, s *streams) (*comp
 	}
 	if o.ATol, o.MemberATol, err = parseTolerances("--atol", f.atol); err != nil {
 		return nil, err
+	}
+	o.Func, o.InfEqual = strings.ToLower(f.compareFunc), f.infEqual
+	for fn, vals := range f.thresholds {
+		flag := compare.ThresholdFlag(fn)
+		if len(*vals) == 0 {
+			continue
+		}
+		if fn != o.Func {
+			return nil, fmt.Errorf("%s is the threshold of --compare-func %s, not %s", flag, fn, o.Func)
+		}
+		if o.Threshold, o.MemberThreshold, err = parseTolerances(flag, *vals); err != nil {
+			return nil, err
+		}
+		o.ThresholdSet = slices.ContainsFunc(*vals, func(v string) bool { return !strings.Contains(v, ":") })
+	}
+	if !o.ThresholdSet && o.Func != compare.FuncSimple {
+		o.Threshold = compare.DefaultThreshold(o.Func)
+	}
+	if o.Func != compare.FuncSimple && (len(f.rtol) > 0 || len(f.atol) > 0) {
+		return nil, fmt.Errorf("--rtol and --atol are the tolerances of --compare-func simple, not %s (its threshold is %s)", o.Func, compare.ThresholdFlag(o.Func))
 	}
 	return &compare.Job{A: a, B: b, Options: o}, nil
 }

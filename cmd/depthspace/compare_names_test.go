@@ -78,8 +78,8 @@ func TestHostileNamesShown(t *testing.T) {
 		t.Fatalf("compare: exit %d: %s", code, errb.String())
 	}
 	oneLineEach(t, "compare", out.String())
-	if n := strings.Count(out.String(), "\n"); n != 6*len(names)+1 {
-		t.Errorf("compare: %d lines, want %d:\n%s", n, 6*len(names)+1, out.String())
+	if n := strings.Count(out.String(), "\n"); n != 7*len(names)+1 {
+		t.Errorf("compare: %d lines, want %d:\n%s", n, 7*len(names)+1, out.String())
 	}
 	if !strings.Contains(out.String(), `a\x1b[2Jb.npy" and "`) {
 		t.Errorf("compare: name not escaped:\n%s", out.String())

@@ -129,6 +129,9 @@ func (o Options) forMember(name string) Options {
 	if v, ok := o.MemberATol[name]; ok {
 		o.ATol = v
 	}
+	if v, ok := o.MemberThreshold[name]; ok {
+		o.Threshold = v
+	}
 	return o
 }
 

@@ -44,6 +44,19 @@ type Options struct {
 	// DiffImage, when set, is the path of a PNG heat map of |B−A| over
 	// the two last axes (diffimage.go) written for a pair of tensors.
 	DiffImage string
+	// Func is the compare function (--compare-func, metrics.go): "" or
+	// "simple" for the tolerances above, else one of Polygraphy's other
+	// functions, whose threshold is Threshold (MemberThreshold per
+	// member; ThresholdSet when the default was given, not Polygraphy's).
+	Func            string
+	Threshold       float64
+	MemberThreshold map[string]float64
+	ThresholdSet    bool
+	// InfEqual (--infinities-compare-equal) makes B−A 0 where both are
+	// the same infinity, in the metrics of l2, psnr and snr, as
+	// Polygraphy's flag does for its absolute error (simple mode already
+	// takes an infinity to equal the same one, numpy's isclose rule).
+	InfEqual bool
 	// MaxReport is how many differences are listed (the first by index).
 	MaxReport int
 	Threads   int
@@ -119,6 +132,16 @@ type Report struct {
 	// the |B−A| its white stands for.
 	DiffImage    string `json:"diff_image,omitempty"`
 	DiffImageMax *Float `json:"diff_image_max,omitempty"`
+	// CompareFunc, Metric and Threshold are present with a compare
+	// function other than simple: its name, its metric (the index
+	// tolerance the pair needs, for indices) and the threshold it was
+	// held to (metrics.go).
+	CompareFunc string   `json:"compare_func,omitempty"`
+	Metric      *Float   `json:"metric,omitempty"`
+	Threshold   *float64 `json:"threshold,omitempty"`
+	// Required is present when the pair failed and tolerances exist that
+	// would have passed it (Polygraphy's "Minimum Required Tolerance").
+	Required *Required `json:"required_tolerances,omitempty"`
 	// First lists the first MaxReport differing elements, by index.
 	First []Difference `json:"first"`
 	// elapsed is how long a member pair of archives took (--junit).
@@ -160,6 +183,9 @@ func sameType(a, b format.DType) bool {
 }
 
 func check(o *Options) error {
+	if err := checkFunc(o); err != nil {
+		return err
+	}
 	if o.Tolerant {
 		if math.IsNaN(o.RTol) || o.RTol < 0 {
 			return fmt.Errorf("--rtol %v must be a number >= 0", o.RTol)
@@ -215,8 +241,21 @@ func Tensors(a, b Tensor, o Options) (*Report, error) {
 	if err := check(&o); err != nil {
 		return nil, err
 	}
+	fn := o.Func
+	if fn == FuncSimple {
+		fn = ""
+	}
+	if fn != "" {
+		// The metrics compare values, of any numeric types; the scan
+		// lists the elements whose values differ.
+		o.Tolerant, o.RTol, o.ATol = true, 0, 0
+	}
 	rep := &Report{A: describe(a), B: describe(b), Mode: "exact", First: []Difference{}}
-	if o.Tolerant {
+	if fn != "" {
+		rep.Mode, rep.CompareFunc = fn, fn
+		thr := o.Threshold
+		rep.Threshold = &thr
+	} else if o.Tolerant {
 		rep.Mode = "isclose"
 		rtol, atol := o.RTol, o.ATol
 		rep.RTol, rep.ATol = &rtol, &atol
@@ -238,7 +277,7 @@ func Tensors(a, b Tensor, o Options) (*Report, error) {
 	s := newScanner(a, b, n)
 	s.tolerant, s.rtol, s.atol, s.maxReport = o.Tolerant, o.RTol, o.ATol, o.MaxReport
 	s.numeric = ra.numeric() && rb.numeric()
-	if s.numeric && s.contig && !s.tiled && n > 0 {
+	if s.numeric && s.contig && !s.tiled && n > 0 && fn == "" { // the statistics' sums
 		s.parts = make([]meanPart, (n+statsChunk-1)/statsChunk)
 		s.equal = make([]uint64, (n+64*batch-1)/(64*batch))
 	}
@@ -254,9 +293,22 @@ func Tensors(a, b Tensor, o Options) (*Report, error) {
 	if o.Stat != "" {
 		rep.CheckErrorStat = o.Stat
 	}
-	if s.numeric {
-		if err := s.statistics(t, o, rep); err != nil {
+	switch {
+	case fn != "" && !s.numeric:
+		return nil, fmt.Errorf("--compare-func %s compares numbers, not %s", fn, a.DType.Name())
+	case fn != "":
+		if err := s.decideByMetric(fn, o, rep); err != nil {
 			return nil, err
+		}
+	case s.numeric:
+		st, err := s.statistics(t, o, rep)
+		if err != nil {
+			return nil, err
+		}
+		if !rep.Equal {
+			if err := s.required(t, o, rep, st); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if s.numeric {
@@ -477,5 +529,9 @@ type memberFlag struct {
 
 // memberFlags are the flags whose values may be given per member.
 func (o Options) memberFlags() []memberFlag {
-	return []memberFlag{{"--rtol", o.MemberRTol}, {"--atol", o.MemberATol}}
+	flags := []memberFlag{{"--rtol", o.MemberRTol}, {"--atol", o.MemberATol}}
+	if f := ThresholdFlag(o.Func); f != "" {
+		flags = append(flags, memberFlag{f, o.MemberThreshold})
+	}
+	return flags
 }

@@ -257,9 +257,12 @@ func junitOnly(name, what, side, path, other, otherPath string) *junitProblem {
 func junitProps(run JUnitRun) []junitProperty {
 	p := []junitProperty{{"a", run.A.Path}, {"b", run.B.Path}}
 	o := run.Options
-	if !o.Tolerant {
+	switch {
+	case o.Func != "" && o.Func != FuncSimple:
+		p = append(p, junitProperty{"mode", o.Func})
+	case !o.Tolerant:
 		p = append(p, junitProperty{"mode", "exact"})
-	} else {
+	default:
 		p = append(p, junitProperty{"mode", "isclose"},
 			junitProperty{"rtol", numText(o.RTol)}, junitProperty{"atol", numText(o.ATol)})
 		for _, m := range []struct {
@@ -274,6 +277,15 @@ func junitProps(run JUnitRun) []junitProperty {
 			for _, n := range names {
 				p = append(p, junitProperty{m.flag + ":" + n, numText(m.tol[n])})
 			}
+		}
+	}
+	if fn := o.Func; fn != "" && fn != FuncSimple {
+		p = append(p, junitProperty{"compare-func", fn}, junitProperty{strings.TrimPrefix(ThresholdFlag(fn), "--"), numText(o.Threshold)})
+		for _, n := range sortedKeys(o.MemberThreshold) {
+			p = append(p, junitProperty{strings.TrimPrefix(ThresholdFlag(fn), "--") + ":" + n, numText(o.MemberThreshold[n])})
+		}
+		if o.InfEqual {
+			p = append(p, junitProperty{"infinities-compare-equal", "true"})
 		}
 	}
 	stat := o.Stat

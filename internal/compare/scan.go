@@ -156,6 +156,9 @@ type tally struct {
 	maxAbsAt  int // -1: no finite numeric pair seen
 	maxRel    float64
 	maxRelAt  int // -1: no pair with a non-zero reference seen
+	// zeroRef: some finite pair differs where the reference is 0, which
+	// no relative tolerance passes.
+	zeroRef bool
 	// hist, when the scan sums the statistics (s.parts), is the first
 	// level of the median's selection (select.go).
 	hist *errHist
@@ -183,6 +186,7 @@ func (t *tally) add(u *tally, maxReport int) {
 	if u.maxRelAt >= 0 && better(u.maxRel, u.maxRelAt, t.maxRel, t.maxRelAt) {
 		t.maxRel, t.maxRelAt = u.maxRel, u.maxRelAt
 	}
+	t.zeroRef = t.zeroRef || u.zeroRef
 	if u.hist != nil {
 		if t.hist == nil {
 			t.hist = new(errHist)
@@ -481,6 +485,7 @@ type bufs struct {
 type maxima struct {
 	abs, rel     float64
 	absAt, relAt int
+	zeroRef      bool // a pair differs where the reference is 0
 }
 
 func noMaxima() maxima { return maxima{abs: -1, rel: -1, absAt: -1, relAt: -1} }
@@ -493,6 +498,8 @@ func (m *maxima) add(at int, abs, ref float64) {
 		if rel := abs / ref; rel > m.rel {
 			m.rel, m.relAt = rel, at
 		}
+	} else if abs != 0 {
+		m.zeroRef = true
 	}
 }
 
@@ -503,6 +510,7 @@ func (m *maxima) merge(t *tally) {
 	if m.relAt >= 0 && better(m.rel, m.relAt, t.maxRel, t.maxRelAt) {
 		t.maxRel, t.maxRelAt = m.rel, m.relAt
 	}
+	t.zeroRef = t.zeroRef || m.zeroRef
 }
 
 // decode fills the value buffers with m elements of each side.
