@@ -320,3 +320,25 @@ func TestRequiredTolerances(t *testing.T) {
 		t.Errorf("an equal pair needs nothing: %+v", r.Required)
 	}
 }
+
+// A compare function's JUnit report: the failure is the function's
+// verdict line and the report, valid against both schemas.
+func TestJUnitCompareFunc(t *testing.T) {
+	t.Chdir(t.TempDir())
+	writeNpz(t, "a.npz", []string{"out0", "out1"}, [][]float64{{1, 2, 3, 4}, {1, 2}})
+	writeNpz(t, "b.npz", []string{"out0", "out1"}, [][]float64{{1, 2, 3, 4.5}, {1, 2}})
+	o := exact()
+	o.Func, o.Threshold, o.MemberThreshold = FuncSNR, 20, map[string]float64{"out0": 21}
+	doc, p, equal := junitOf(t, job("a.npz", "b.npz", o))
+	if equal || p.Suites[0].Failures != 1 || p.Suites[0].Tests != 2 {
+		t.Fatalf("equal %v, %d failures of %d\n%s", equal, p.Suites[0].Failures, p.Suites[0].Tests, doc)
+	}
+	f := p.Suites[0].Cases[0].Failure
+	if want := "a.npz:out0 and b.npz:out0 differ by snr: snr 20.792 < --snr-tolerance 21; shape 4, float64; 1 of 4 elements differ"; f == nil || f.Message != want {
+		t.Errorf("failure %+v, want message %q", f, want)
+	}
+	if !strings.Contains(f.Text, "required tolerance: --snr-tolerance 20.79") {
+		t.Errorf("failure text:\n%s", f.Text)
+	}
+	validateJUnit(t, doc)
+}
