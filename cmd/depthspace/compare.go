@@ -74,8 +74,19 @@ the work and the report does not depend on their number.
 Containers (npz, safetensors, a tar shard's tensor members) are compared
 member by member, matched by name; a member only one side has makes them
 different. Two directories are compared file by file, paired by relative
-path, a file only one side has being a difference. Tolerances may be given per member, as Polygraphy's:
---atol out0:1e-5 --atol 1e-3 (1e-5 for out0, 1e-3 for the rest).
+path, a file only one side has being a difference. A directory against a
+container (npz, safetensors, tar, Polygraphy) pairs golden/out0.npy with
+the member out0. Tolerances may be given per member, as Polygraphy's:
+--atol out0:1e-5 --atol 1e-3 (1e-5 for out0, 1e-3 for the rest; a plain
+file logits.npy is the member logits). A name no pair has is an error; so
+is a file with a tensor extension that cannot be read, and two inputs
+with nothing to compare.
+
+--compare-func l2|cosine-similarity|psnr|snr|indices compares as
+Polygraphy's functions do, against --l2-tolerance, --cosine-similarity-
+threshold, --psnr-tolerance, --snr-tolerance or --index-tolerance
+([NAME:]V, Polygraphy's defaults). A pair that fails says which
+tolerances would have passed it ("required tolerances").
 
 With one argument, a Polygraphy RunResults file of several runners
 (polygraphy run --onnxrt --trt --save-outputs out.json), every runner is

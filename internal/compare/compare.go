@@ -277,9 +277,16 @@ func Tensors(a, b Tensor, o Options) (*Report, error) {
 	s := newScanner(a, b, n)
 	s.tolerant, s.rtol, s.atol, s.maxReport = o.Tolerant, o.RTol, o.ATol, o.MaxReport
 	s.numeric = ra.numeric() && rb.numeric()
-	if s.numeric && s.contig && !s.tiled && n > 0 && fn == "" { // the statistics' sums
+	switch {
+	case s.numeric && s.contig && !s.tiled && n > 0 && fn == "": // the statistics' sums
 		s.parts = make([]meanPart, (n+statsChunk-1)/statsChunk)
 		s.equal = make([]uint64, (n+64*batch-1)/(64*batch))
+	case fn != "" && fn != FuncIndices && s.contig && !s.tiled && n > 0 && ra.class != complexClass && rb.class != complexClass:
+		s.msums = make([]metricSums, (n+statsChunk-1)/statsChunk)
+		for i := range s.msums {
+			s.msums[i] = newMetricSums()
+		}
+		s.infEqual = o.InfEqual
 	}
 	t, err := s.run(o.Threads)
 	if err != nil {

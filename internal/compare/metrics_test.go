@@ -290,12 +290,20 @@ func TestRequiredTolerances(t *testing.T) {
 	}
 	// The median: of |B−A| = 0, 0.5, 0, 1, 0.5 and of the relative
 	// errors 0, 0.25, 0.25, 0.0625 (A = 0 left out).
-	o := isclose(0, 0.1)
+	o := isclose(0.01, 0.1)
 	o.Stat = "median"
 	r = mustCompare(t, a, b, o)
 	if q := r.Required; q == nil || *q.ATol != 0.5 || *q.RTol != 0.15625 {
 		t.Errorf("median: %+v", q)
 	}
+	// Without --rtol the relative errors' median (passes of its own) is
+	// not computed for the report.
+	o.RTol = 0
+	r = mustCompare(t, a, b, o)
+	if q := r.Required; q == nil || *q.ATol != 0.5 || q.RTol != nil {
+		t.Errorf("median without --rtol: %+v", q)
+	}
+	o.RTol = 0.01
 	o.Stat, o.Quantile = "quantile", 0.75
 	r = mustCompare(t, a, b, o)
 	if q := r.Required; q == nil || *q.ATol != 0.5 || *q.RTol != 0.25 {
@@ -341,4 +349,47 @@ func TestJUnitCompareFunc(t *testing.T) {
 		t.Errorf("failure text:\n%s", f.Text)
 	}
 	validateJUnit(t, doc)
+}
+
+// The metrics of Fortran-order inputs (summed by a pass of their own)
+// are those of the same values in C order (summed by the scan), to the
+// bit, and do not depend on -j.
+func TestMetricStorageOrders(t *testing.T) {
+	rows, cols := 300, 700 // several statsChunks
+	rng := rand.New(rand.NewSource(5))
+	c := make([]float64, rows*cols)
+	d := make([]float64, rows*cols)
+	for i := range c {
+		c[i] = rng.NormFloat64()
+		d[i] = c[i] + rng.NormFloat64()*1e-3
+	}
+	fortran := func(v []float64) []float64 {
+		out := make([]float64, len(v))
+		for i := 0; i < rows; i++ {
+			for j := 0; j < cols; j++ {
+				out[j*rows+i] = v[i*cols+j]
+			}
+		}
+		return out
+	}
+	mk := func(v []float64, f bool) Tensor {
+		tt := tensor(t, "float64", []int{rows, cols}, f64s(v...))
+		tt.Fortran = f
+		return tt
+	}
+	cA, cB, fA, fB := mk(c, false), mk(d, false), mk(fortran(c), true), mk(fortran(d), true)
+	for _, fn := range []string{FuncL2, FuncCosine, FuncPSNR, FuncSNR} {
+		var want float64
+		for i, pair := range [][2]Tensor{{cA, cB}, {fA, fB}, {cA, fB}, {fA, cB}} {
+			for _, threads := range []int{1, 4} {
+				r := mustCompare(t, pair[0], pair[1], Options{Func: fn, Threshold: DefaultThreshold(fn), MaxReport: 1, Threads: threads})
+				got := float64(*r.Metric)
+				if i == 0 && threads == 1 {
+					want = got
+				} else if math.Float64bits(got) != math.Float64bits(want) {
+					t.Errorf("%s: pair %d -j %d: %v, C order %v", fn, i, threads, got, want)
+				}
+			}
+		}
+	}
 }

@@ -134,8 +134,11 @@ func (r *Report) writeRequired(b *strings.Builder) {
 		fmt.Fprintf(b, "required tolerances: none (%d NaN or infinite values differ: no tolerance passes them)\n", q.NonFinite)
 	default:
 		fmt.Fprintf(b, "required tolerances (%s error, either alone): [atol=%s]", q.Stat, numText(float64(*q.ATol)))
-		if q.RTol != nil {
+		switch {
+		case q.RTol != nil:
 			fmt.Fprintf(b, " OR [rtol=%s]", numText(float64(*q.RTol)))
+		case q.Stat == "mean" || q.Stat == "median" || q.Stat == "quantile":
+			fmt.Fprintf(b, " (the relative error's %s is given with --rtol)", q.Stat)
 		}
 		b.WriteString("\n")
 	}

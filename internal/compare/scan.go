@@ -120,6 +120,11 @@ type scanner struct {
 	// are counted only when some error is not (foldedMeans).
 	equal []uint64
 	tiled bool // one side C order, the other Fortran: walk in tiles
+	// msums, when set (a compare function's metric, C-order inputs),
+	// gather the metric's sums per statsChunk, as parts do the
+	// statistics': the metric then costs no pass of its own.
+	msums    []metricSums
+	infEqual bool
 }
 
 func newScanner(a, b Tensor, n int) *scanner {
@@ -324,7 +329,7 @@ func (s *scanner) plan(threads int) (int, func(bb *bufs, u int, t *tally)) {
 		}
 	}
 	chunk := max(chunkElems, (s.n+16*threads-1)/(16*threads))
-	if s.parts != nil {
+	if s.parts != nil || s.msums != nil {
 		chunk = (chunk + statsChunk - 1) / statsChunk * statsChunk
 	}
 	return (s.n + chunk - 1) / chunk, func(bb *bufs, c int, t *tally) {
@@ -460,6 +465,10 @@ func (s *scanner) span(bb *bufs, pos, dpos, n, offA, sa, offB, sb int, t *tally)
 				if s.parts != nil {
 					s.equal[p/batch/64] |= 1 << (p / batch % 64)
 				}
+				if s.msums != nil { // B is A here
+					s.a.decodeReal(bb.ya[:m], oa, 1)
+					s.msums[p/statsChunk].addBatch(bb.ya[:m], bb.ya[:m], s.infEqual)
+				}
 				continue
 			}
 			s.batchTolerant(bb, p, dpos, m, oa, sa, ob, sb, t)
@@ -553,9 +562,13 @@ func (s *scanner) batchTolerant(bb *bufs, pos, dpos, m, oa, sa, ob, sb int, t *t
 		return
 	}
 	ya, xb := bb.ya[:m], bb.xb[:m]
+	if s.msums != nil {
+		s.msums[pos/statsChunk].addBatch(ya, xb, s.infEqual)
+	}
 	// The batch's error sums, added to its part once (a batch lies in one
-	// statsChunk: the scan's units are whole ones).
+	// statsChunk: the scan's units are whole ones); none without parts.
 	var acc meanPart
+	sums := s.parts != nil
 	for j := range ya {
 		x, y := xb[j], ya[j]
 		at := pos + j*dpos
@@ -577,10 +590,12 @@ func (s *scanner) batchTolerant(bb *bufs, pos, dpos, m, oa, sa, ob, sb int, t *t
 			}
 		}
 		mx.add(at, abs, ref)
-		acc.add(abs, ref)
-		t.hist.add(abs)
+		if sums {
+			acc.add(abs, ref)
+			t.hist.add(abs)
+		}
 	}
-	if s.parts != nil {
+	if sums {
 		s.parts[pos/statsChunk].merge(&acc)
 	}
 	mx.merge(t)

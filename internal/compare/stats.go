@@ -26,6 +26,9 @@ type Stats struct {
 	// NaN or infinite and the other not the same (a NaN against a NaN,
 	// an infinity against the same one, agree).
 	NonFinite int
+	// RelStat is the statistic checked of the relative errors, when the
+	// decision needed it (a failing absolute one, and --rtol), else NaN.
+	RelStat float64
 }
 
 // statsChunk is the fixed unit of the passes: partial sums are kept per
@@ -338,6 +341,7 @@ func (s *scanner) statistics(t tally, o Options, rep *Report) (*Stats, error) {
 		absStat = qv
 	}
 	pass := absStat <= o.ATol
+	st.RelStat = math.NaN()
 	if !pass && o.RTol > 0 && st.RelCount < 0 {
 		// The scan summed the absolute errors only: the relative ones
 		// take their own pass.
@@ -361,6 +365,7 @@ func (s *scanner) statistics(t tally, o Options, rep *Report) (*Stats, error) {
 			return nil, err
 		}
 		pass = relStat <= o.RTol
+		st.RelStat = relStat
 	}
 	rep.Equal = pass && st.NonFinite == 0
 	return &st, nil
@@ -464,9 +469,10 @@ type Required struct {
 }
 
 // required fills in rep.Required for a pair that failed --compare-func
-// simple, exactly, in bounded memory: the maxima come from the scan, the
-// others from the statistics (st, when statistics computed them) or from
-// their own passes.
+// simple, exactly, in bounded memory and without a pass over the data
+// beyond what the decision made: the maxima come from the scan, the
+// other statistics from the decision's (st); the relative errors' mean,
+// median or quantile only when --rtol had the decision compute it.
 func (s *scanner) required(t tally, o Options, rep *Report, st *Stats) error {
 	threads := max(o.Threads, 1)
 	stat := o.Stat
@@ -483,6 +489,7 @@ func (s *scanner) required(t tally, o Options, rep *Report, st *Stats) error {
 		} else if fresh, err = s.means(threads); err != nil {
 			return err
 		}
+		fresh.RelStat = math.NaN()
 		st = &fresh
 	}
 	if st.NonFinite > 0 {
@@ -498,26 +505,19 @@ func (s *scanner) required(t tally, o Options, rep *Report, st *Stats) error {
 		if t.zeroRef {
 			rel = math.Inf(1)
 		}
+	case "mean":
+		// The relative errors' mean takes a pass of its own (a division
+		// per element): given when the decision needed it (--rtol).
+		abs, rel = st.MeanAbs, math.NaN()
+		if st.RelCount >= 0 {
+			rel = st.MeanRel
+		}
 	default:
-		if st.RelCount < 0 { // the scan summed the absolute errors only
-			fresh, err := s.means(threads)
-			if err != nil {
-				return err
-			}
-			st = &fresh
-		}
-		switch stat {
-		case "mean":
-			abs, rel = st.MeanAbs, st.MeanRel
-		case "median":
-			abs = float64(*rep.MedianAbsDiff)
-			rel, _, err = s.orderStats(threads, true, nil, st.RelCount, nil)
-		case "quantile":
+		// So do the median and quantile of the relative errors (a
+		// selection, passes of their own).
+		abs, rel = float64(*rep.MedianAbsDiff), st.RelStat
+		if stat == "quantile" {
 			abs = float64(*rep.QuantileAbsDiff)
-			_, rel, err = s.orderStats(threads, true, nil, st.RelCount, rep.Quantile)
-		}
-		if err != nil {
-			return err
 		}
 	}
 	a := Float(abs)
