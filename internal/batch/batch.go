@@ -104,9 +104,11 @@ func (s *Summary) String() string {
 
 // Run runs a batch. An error is returned only for a problem with the
 // batch as a whole, found before any file is touched (no inputs, an
-// unusable --out-dir, two inputs with the same output); a file that fails
-// is reported on Stderr as "depthspace: PATH: what is wrong", counted in
-// the Summary and, with JSON, recorded, and the batch goes on.
+// unusable --out-dir, two inputs with the same output), or, at the end,
+// for a --json record that could not be written (with the Summary); a
+// file that fails is reported on Stderr as "depthspace: PATH: what is
+// wrong", counted in the Summary and, with JSON, recorded, and the batch
+// goes on.
 //
 // -j is shared across and within files: every file gets one thread per
 // chunk of input (pipeline.DefaultChunkBytes), between 1 and Threads, and
@@ -237,8 +239,11 @@ func Run(opts Options) (*Summary, error) {
 
 	s := &Summary{IsSummary: true, Shard: opts.Shard.String(), ShardFrom: opts.ShardFrom, Total: total, Files: mine,
 		Done: r.done, Skipped: r.skipped, Failed: r.failed, Bytes: r.bytes, Written: r.written, Seconds: time.Since(start).Seconds()}
-	if opts.JSON != nil {
-		_ = json.NewEncoder(opts.JSON).Encode(s)
+	if opts.JSON != nil && r.jsonErr == nil {
+		r.jsonErr = json.NewEncoder(opts.JSON).Encode(s)
+	}
+	if r.jsonErr != nil {
+		return s, fmt.Errorf("--json: a record could not be written: %w", r.jsonErr)
 	}
 	return s, nil
 }
@@ -276,6 +281,9 @@ type runner struct {
 
 	done, skipped, failed int
 	bytes, written        int64
+	// jsonErr is the first --json record that could not be written (a
+	// full disk, a closed pipe): the batch goes on, and fails at its end.
+	jsonErr error
 
 	dirs sync.Map // output directories made (or found) so far
 }
@@ -427,8 +435,8 @@ func (r *runner) finish(i int, size int64, rec Record, err error, counted int64)
 			r.failed++
 			r.rep.println("depthspace: " + failureLine(err, rec.Input))
 		}
-		if r.opts.JSON != nil {
-			_ = json.NewEncoder(r.opts.JSON).Encode(rec)
+		if r.opts.JSON != nil && r.jsonErr == nil {
+			r.jsonErr = json.NewEncoder(r.opts.JSON).Encode(rec)
 		}
 	}
 }

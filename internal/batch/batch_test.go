@@ -3,12 +3,15 @@ package batch
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -364,5 +367,38 @@ func TestRunNewOutDirInsideInput(t *testing.T) {
 	}
 	if _, err := os.Stat("in/sub/out/sub/out"); err == nil {
 		t.Error("the outputs were walked as inputs: in/sub/out/sub/out exists")
+	}
+}
+
+// failAfter accepts n writes, then fails every one, as a disk that fills
+// up or a reader that goes away.
+type failAfter struct{ n int }
+
+func (w *failAfter) Write(p []byte) (int, error) {
+	if w.n == 0 {
+		return 0, syscall.ENOSPC
+	}
+	w.n--
+	return len(p), nil
+}
+
+// A --json record that cannot be written fails the batch (the files are
+// still all done, and the summary says so), whichever record it is.
+func TestRunJSONWriteFailure(t *testing.T) {
+	chdir(t)
+	writeNpy(t, "d/a.npy", 1, 1, 4, 4)
+	writeNpy(t, "d/b.npy", 1, 1, 4, 4)
+	for n := 0; n <= 2; n++ { // the first record, the second, the summary
+		var stderr bytes.Buffer
+		sum, err := Run(Options{Inputs: []string{"d"}, OutDir: fmt.Sprint("out", n), Job: s2d(t), Threads: 2, Stderr: &stderr, JSON: &failAfter{n}})
+		if err == nil || !errors.Is(err, syscall.ENOSPC) {
+			t.Errorf("%d records written, then a failure: err %v", n, err)
+		}
+		if sum == nil || sum.Done != 2 {
+			t.Errorf("%d records written, then a failure: summary %+v", n, sum)
+		}
+	}
+	if _, err := Run(Options{Inputs: []string{"d"}, OutDir: "out3", Job: s2d(t), Threads: 2, Stderr: io.Discard, JSON: &failAfter{3}}); err != nil {
+		t.Errorf("every record written: %v", err)
 	}
 }
