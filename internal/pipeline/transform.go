@@ -38,6 +38,11 @@ type Options struct {
 	// Note, when set, is told what the user should know of a job that
 	// succeeds (what --crop dropped), as "PATH: what".
 	Note func(string)
+	// Rename maps member names to the names they get in the output
+	// (--rename-member FROM=TO): how a name the output's container
+	// cannot carry is written anyway, by the user's choice, never by
+	// ours. Every FROM must name a member.
+	Rename map[string]string
 	// FreshDir: Output's directory was made by this run (a batch into a
 	// new --out-dir), so Output does not exist and is not looked at.
 	FreshDir bool
@@ -75,6 +80,10 @@ type Result struct {
 // shard file by file (tar.go).
 func Transform(opts Options) (*Result, error) {
 	if isTar(opts) {
+		if len(opts.Rename) > 0 {
+			// A shard's names are carried as bytes, whatever they hold.
+			return nil, pathErr(opts.Path, errors.New("--rename-member renames members of an npz, safetensors or Polygraphy output; a tar shard's members keep their names"))
+		}
 		return transformTar(opts)
 	}
 	src := opts.Source
@@ -118,6 +127,9 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 	}
 	if format.IsContainer(to) || len(ts) > 1 {
 		return transformMembers(opts, ts, to)
+	}
+	if len(opts.Rename) > 0 {
+		return nil, pathErr(opts.Path, fmt.Errorf("--rename-member renames members of a container output; %s output holds one tensor", to))
 	}
 	plan, err := opts.plan(t)
 	if err != nil {
