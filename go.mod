@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/klauspost/compress v1.19.2
+	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/sbinet/npyio v0.6.0
 	github.com/spf13/cobra v1.10.2
