@@ -172,7 +172,7 @@ func argSource(i int, arg string, outInfo os.FileInfo) (source, error) {
 	if err != nil {
 		return &one{it: Item{Input: arg, Rel: base, Key: base, Arg: i, Err: statError(arg, err)}}, nil
 	}
-	if !fi.IsDir() {
+	if !fi.IsDir() || IsStore(arg) {
 		return &one{it: Item{Input: arg, Rel: base, Key: base, Size: fi.Size(), Arg: i}}, nil
 	}
 	if outInfo != nil && os.SameFile(fi, outInfo) {
@@ -311,6 +311,8 @@ func (w *dirWalk) read(p string) ([]entry, error) {
 			info = target
 		}
 		switch {
+		case info.IsDir() && IsStore(child):
+			out = append(out, entry{name: name, key: name})
 		case info.IsDir():
 			if w.outInfo != nil && os.SameFile(info, w.outInfo) {
 				continue // the output directory: never an input
@@ -518,7 +520,7 @@ func IsDir(path string) bool {
 		return fileio.ObjectIsDir(path)
 	}
 	fi, err := os.Stat(path)
-	return err == nil && fi.IsDir()
+	return err == nil && fi.IsDir() && !IsStore(path)
 }
 
 // isObject: a URL of a place (s3://…), not a local path.
