@@ -41,11 +41,12 @@ type StoreFormat struct {
 	// Open lists the store's tensors as an archive: one member named ""
 	// for a store of one tensor, else each by its path in the store.
 	Open func(st Store, opt OpenOptions) (*Archive, error)
-	// Write writes members into a new store. Each member's data come
-	// from read, called with the member's index and a writer of exactly
-	// its header's DataBytes in C order; meta is the input's Archive.Meta
-	// when the input is of the same format.
-	Write func(w StoreWriter, members []MemberSpec, meta any, opt WriteOptions, read func(i int, w func([]byte) error) error) error
+	// Create starts a store of members (declared up front, in the order
+	// they will be written) in w: each member's writer takes exactly its
+	// header's DataBytes in C order, and Close writes what follows them
+	// (the metadata). meta is the Archive.Meta of an input of the same
+	// format, or nil.
+	Create func(w StoreWriter, members []MemberSpec, meta any, opt WriteOptions) (MemberWriter, error)
 }
 
 // WriteOptions are the flags that shape a written store.

@@ -134,7 +134,7 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan, to format.Kind) [
 		t, p := t, plans[i]
 		name := t.Name // a single tensor's own name (an ONNX TensorProto's)
 		if container && (!format.IsContainer(t.Kind) || name == "") {
-			name = DefaultMemberName
+			name = memberName(to, "")
 		}
 		jobs[i] = MemberJob{
 			Name: name, Header: format.Header{DType: t.DType, Shape: p.Out},

@@ -73,7 +73,7 @@ func open(st format.Store, opt format.OpenOptions) (*format.Archive, error) {
 		return nil, err
 	}
 	if a != nil {
-		return &format.Archive{Members: []format.Member{member(st, "", "", a, opt)}, Meta: &Meta{Version: a.Version}}, nil
+		return &format.Archive{Members: []format.Member{member(st, "", "", a, opt)}, Meta: &Meta{Version: a.Version, Chunks: map[string][]int{"": a.Chunks}}}, nil
 	}
 	g, err := isGroup(st, "")
 	if err != nil {
@@ -82,7 +82,8 @@ func open(st format.Store, opt format.OpenOptions) (*format.Archive, error) {
 	if !g {
 		return nil, errors.New("is not a Zarr store: no .zarray, .zgroup or zarr.json")
 	}
-	ar := &format.Archive{Meta: &Meta{Version: version(st)}}
+	meta := &Meta{Version: version(st), Chunks: map[string][]int{}}
+	ar := &format.Archive{Meta: meta}
 	if err := walkGroup(st, "", opt, ar); err != nil {
 		return nil, err
 	}
@@ -116,6 +117,7 @@ func walkGroup(st format.Store, prefix string, opt format.OpenOptions, ar *forma
 		}
 		if a != nil {
 			ar.Members = append(ar.Members, member(st, p, prefix+sub, a, opt))
+			ar.Meta.(*Meta).Chunks[prefix+sub] = a.Chunks
 			continue
 		}
 		if g, err := isGroup(st, p); err != nil {
@@ -130,8 +132,11 @@ func walkGroup(st format.Store, prefix string, opt format.OpenOptions, ar *forma
 }
 
 // Meta is what a Zarr input keeps for an output of the same format: its
-// version.
-type Meta struct{ Version int }
+// version, and each array's chunk shape by member name.
+type Meta struct {
+	Version int
+	Chunks  map[string][]int
+}
 
 func member(st format.Store, prefix, name string, a *Array, opt format.OpenOptions) format.Member {
 	threads := opt.Threads
