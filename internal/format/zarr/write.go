@@ -445,7 +445,10 @@ func (sw *storeWriter) encodeChunk(b []byte, typesize int) ([]byte, error) {
 		if _, err := w.Write(b); err != nil {
 			return nil, err
 		}
-		return out.Bytes(), w.Close()
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+		return out.Bytes(), nil
 	case "lz4":
 		out := make([]byte, 4+lz4.CompressBlockBound(len(b)))
 		binary.LittleEndian.PutUint32(out, uint32(len(b)))
