@@ -101,7 +101,7 @@ func (s *v3Spec) element(idx []int, fill []byte) []byte {
 
 // encodeChunk encodes the chunk of shape cshape at origin (padded with
 // fill past the array) with the spec's transpose and bytes codecs.
-func (s *v3Spec) encodeChunk(t *testing.T, origin, cshape []int, fill []byte) []byte {
+func (s *v3Spec) encodeChunk(t testing.TB, origin, cshape []int, fill []byte) []byte {
 	n := prod(cshape)
 	// Element order after transpose: C order over the permuted shape.
 	tshape := cshape
@@ -182,7 +182,7 @@ func (s *v3Spec) codecsJSON() []any {
 
 // write writes the store into dir and returns the array the reader must
 // give.
-func (s *v3Spec) write(t *testing.T, dir string, fill []byte) []byte {
+func (s *v3Spec) write(t testing.TB, dir string, fill []byte) []byte {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -289,7 +289,7 @@ func (s *v3Spec) key(idx []int) string {
 
 // encodeShard writes a shard: its inner chunks in C order, then (or
 // before them) the index of (offset, nbytes) pairs and its crc32c.
-func (s *v3Spec) encodeShard(t *testing.T, origin []int, fill []byte, skipped map[int]bool) []byte {
+func (s *v3Spec) encodeShard(t testing.TB, origin []int, fill []byte, skipped map[int]bool) []byte {
 	per := make([]int, len(s.chunks))
 	for i := range per {
 		per[i] = s.chunks[i] / s.inner[i]
