@@ -24,6 +24,17 @@ type Store interface {
 	// List names the entries directly under the directory dir ("" is
 	// the root), sorted; a directory's name ends in "/".
 	List(dir string) ([]string, error)
+	// Size is an object's size; an error wrapping fs.ErrNotExist when
+	// there is none.
+	Size(key string) (int64, error)
+}
+
+// Described is a member (its Lazy) that says more of itself than its
+// tensor (a Zarr array: version, chunks, codecs, missing chunks), for
+// info, and how many bytes it takes where it is stored.
+type Described interface {
+	Details() ([][2]string, error)
+	StoredBytes() int64
 }
 
 // StoreWriter is a store being written: objects put by key, the whole

@@ -88,6 +88,22 @@ func (d *Dir) ReadRange(key string, off, n int64) ([]byte, error) {
 	return b, nil
 }
 
+// Size is an object's size.
+func (d *Dir) Size(key string) (int64, error) {
+	p, err := d.path(key)
+	if err != nil {
+		return 0, err
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0, keyError(key, err)
+	}
+	if fi.IsDir() {
+		return 0, fmt.Errorf("%s is a directory, not an object", key)
+	}
+	return fi.Size(), nil
+}
+
 // List names the entries directly under dir, sorted; directories (and
 // links to them) end in "/".
 func (d *Dir) List(dir string) ([]string, error) {

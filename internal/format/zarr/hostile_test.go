@@ -147,3 +147,7 @@ func (m memStore) ReadRange(key string, off, n int64) ([]byte, error) {
 	return b[off : off+n], nil
 }
 func (m memStore) List(string) ([]string, error) { return nil, nil }
+func (m memStore) Size(key string) (int64, error) {
+	b, err := m.Read(key)
+	return int64(len(b)), err
+}

@@ -1,6 +1,7 @@
 package zarr
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
@@ -34,6 +35,8 @@ type Array struct {
 	// FOrder: v2's order "F", each chunk's elements in Fortran order.
 	FOrder bool
 	Fill   []byte // one element
+	// FillText is the fill value as the metadata writes it, for info.
+	FillText string
 	// key names the object of a chunk of the grid.
 	key func(idx []int) string
 	// decode turns a chunk's stored bytes into its elements (C order of
@@ -275,4 +278,14 @@ func putFloat(b []byte, v any, order binary.ByteOrder) error {
 		return errors.New("bad float size")
 	}
 	return nil
+}
+
+// fillText is a fill value's JSON as info shows it: compact; null when
+// the metadata has none.
+func fillText(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if len(raw) == 0 || json.Compact(&b, raw) != nil {
+		return "null"
+	}
+	return b.String()
 }

@@ -151,6 +151,7 @@ func member(st format.Store, prefix, name string, a *Array, opt format.OpenOptio
 type reader struct {
 	node
 	threads int
+	info    survey // info's count of the chunks (info.go)
 }
 
 func (r *reader) InflateData() ([]byte, error) {

@@ -85,6 +85,7 @@ func parseV2(b []byte) (*Array, error) {
 		}
 		return joinIndex(idx, sep)
 	}
+	a.FillText = fillText(z.FillValue)
 	if a.Fill, err = fillBytes(z.FillValue, dt); err != nil {
 		return nil, fmt.Errorf(".zarray %w", err)
 	}

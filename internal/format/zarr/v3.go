@@ -132,6 +132,7 @@ func parseV3(b []byte) (*Array, error) {
 	} else {
 		a.decode = c.decode
 	}
+	a.FillText = fillText(z.FillValue)
 	if a.Fill, err = fillBytes(z.FillValue, dt); err != nil {
 		return nil, fmt.Errorf("zarr.json %w", err)
 	}
