@@ -73,7 +73,7 @@ func open(st format.Store, opt format.OpenOptions) (*format.Archive, error) {
 		return nil, err
 	}
 	if a != nil {
-		return &format.Archive{Members: []format.Member{member(st, "", "", a, opt)}, Meta: &Meta{Version: a.Version, Chunks: map[string][]int{"": a.Chunks}}}, nil
+		return &format.Archive{Members: []format.Member{member(st, "", "", a, opt)}, Meta: &Meta{Version: a.Version, Chunks: map[string][]int{"": a.Chunks}, Shapes: map[string][]int{"": a.Header.Shape}}}, nil
 	}
 	g, err := isGroup(st, "")
 	if err != nil {
@@ -82,7 +82,7 @@ func open(st format.Store, opt format.OpenOptions) (*format.Archive, error) {
 	if !g {
 		return nil, errors.New("is not a Zarr store: no .zarray, .zgroup or zarr.json")
 	}
-	meta := &Meta{Version: version(st), Chunks: map[string][]int{}}
+	meta := &Meta{Version: version(st), Chunks: map[string][]int{}, Shapes: map[string][]int{}}
 	ar := &format.Archive{Meta: meta}
 	if err := walkGroup(st, "", opt, ar); err != nil {
 		return nil, err
@@ -118,6 +118,7 @@ func walkGroup(st format.Store, prefix string, opt format.OpenOptions, ar *forma
 		if a != nil {
 			ar.Members = append(ar.Members, member(st, p, prefix+sub, a, opt))
 			ar.Meta.(*Meta).Chunks[prefix+sub] = a.Chunks
+			ar.Meta.(*Meta).Shapes[prefix+sub] = a.Header.Shape
 			continue
 		}
 		if g, err := isGroup(st, p); err != nil {
@@ -136,6 +137,7 @@ func walkGroup(st format.Store, prefix string, opt format.OpenOptions, ar *forma
 type Meta struct {
 	Version int
 	Chunks  map[string][]int
+	Shapes  map[string][]int // the arrays' shapes, to tell a kept shape
 }
 
 func member(st format.Store, prefix, name string, a *Array, opt format.OpenOptions) format.Member {

@@ -36,14 +36,15 @@ var codecNames = []string{"blosc-lz4-shuffle", "blosc-lz4", "zstd", "gzip", "zli
 // CodecNames lists --zarr-codec's values.
 func CodecNames() []string { return slices.Clone(codecNames) }
 
-// Meta keeps, besides the version, each array's chunk shape, so that an
-// output of the same format chunks it the same way when its shape is
-// unchanged.
-func chunksOf(meta any, name string) []int {
-	if m, ok := meta.(*Meta); ok && m.Chunks != nil {
-		return m.Chunks[name]
+// chunksOf is the input's chunk shape of an array whose shape the job
+// kept (convert, a member copied through), so that an output of the same
+// format chunks it the same way; nil otherwise.
+func chunksOf(meta any, name string, shape []int) []int {
+	m, ok := meta.(*Meta)
+	if !ok || m.Chunks == nil || !slices.Equal(m.Shapes[name], shape) {
+		return nil
 	}
-	return nil
+	return m.Chunks[name]
 }
 
 // creator makes a store writer of one version.
@@ -74,7 +75,7 @@ func creator(version int) func(w format.StoreWriter, members []format.MemberSpec
 					return nil, err
 				}
 			}
-			a, err := sw.layout(m, opt, chunksOf(meta, m.Name))
+			a, err := sw.layout(m, opt, chunksOf(meta, m.Name, m.Header.Shape))
 			if err != nil {
 				if m.Name != "" {
 					return nil, fmt.Errorf("member %q: %w", m.Name, err)

@@ -15,7 +15,8 @@ import (
 )
 
 // Kinds: v2 and v3. An output named *.zarr is v3 (zarr3 owns the
-// extension).
+// extension), unless its input is a v2 store: v2 shares the extension by
+// content (ByContent), so a v2 store written to *.zarr stays v2.
 const (
 	KindV2 format.Kind = "zarr"
 	KindV3 format.Kind = "zarr3"
@@ -24,7 +25,7 @@ const (
 func init() {
 	format.Register(format.Format{Kind: KindV2, Rank: 11, Container: true, Noun: "a Zarr v2 store",
 		Doc:     "a Zarr v2 store (a directory): an array is one tensor, a group its arrays by path",
-		Aliases: []string{"zarr2"}},
+		Aliases: []string{"zarr2"}, Exts: []string{".zarr"}, ByContent: true},
 		&format.StoreFormat{Claims: claimsV2, Open: open, Create: creator(2)})
 	format.Register(format.Format{Kind: KindV3, Rank: 12, Container: true, Noun: "a Zarr v3 store",
 		Doc:  "a Zarr v3 store (a directory; sharding read and written): an array is one tensor, a group its arrays by path",
