@@ -286,7 +286,7 @@ func parseChain(codecs []named, rank int, dt format.DType) (*chain, error) {
 			default:
 				return nil, fmt.Errorf("zarr.json bytes endian %q, want \"little\" or \"big\"", conf.Endian)
 			}
-			c.names = append(c.names, "bytes "+conf.Endian)
+			c.names = append(c.names, strings.TrimSpace("bytes "+conf.Endian))
 		case "sharding_indexed":
 			if stage != 0 {
 				return nil, fmt.Errorf("zarr.json has two array→bytes codecs")

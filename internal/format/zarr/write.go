@@ -354,7 +354,7 @@ func (sw *storeWriter) arrayMeta(a *wArray) (string, []byte, error) {
 			"compressor": v2CompressorJSON(sw.codec, a.h.DType.Size), "fill_value": fillJSON(2, a.h.DType),
 			"filters": nil, "dimension_separator": ".",
 		}
-		b, err := json.MarshalIndent(meta, "", "    ")
+		b, err := metaJSON(meta, "    ")
 		return ".zarray", b, err
 	}
 	codecs := v3CodecsJSON(sw.codec, a.h.DType)
@@ -377,8 +377,21 @@ func (sw *storeWriter) arrayMeta(a *wArray) (string, []byte, error) {
 		"chunk_key_encoding": map[string]any{"name": "default", "configuration": map[string]any{"separator": "/"}},
 		"fill_value":         fillJSON(3, a.h.DType), "codecs": codecs, "attributes": map[string]any{},
 	}
-	b, err := json.MarshalIndent(meta, "", "  ")
+	b, err := metaJSON(meta, "  ")
 	return "zarr.json", b, err
+}
+
+// metaJSON writes metadata as zarr-python does: indented, keys sorted,
+// '<' and '>' as they are (not \u003c).
+func metaJSON(v any, indent string) ([]byte, error) {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	e.SetIndent("", indent)
+	if err := e.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 func v2CompressorJSON(codec string, typesize int) any {
