@@ -79,7 +79,7 @@ func (d *Dir) ReadRange(key string, off, n int64) ([]byte, error) {
 		off, n = size+off, -off
 	}
 	if off < 0 || n < 0 || off > size || n > size-off {
-		return nil, fmt.Errorf("%s: %d bytes at %d lie past its end (%d bytes)", key, n, max(off, 0), size)
+		return nil, fmt.Errorf("%d bytes at %d lie past the object's end (%d bytes)", n, max(off, 0), size)
 	}
 	b := make([]byte, n)
 	if _, err := f.ReadAt(b, off); err != nil && !(errors.Is(err, io.EOF) && n == 0) {

@@ -1,8 +1,6 @@
 package pipeline
 
 import (
-	"fmt"
-
 	"github.com/depthspace/depthspace/internal/format"
 	fileio "github.com/depthspace/depthspace/internal/io"
 )
@@ -22,10 +20,7 @@ func loadStore(src Source) (t *Tensor, ok bool, err error) {
 	}
 	sf := format.StoreOf(kind)
 	if sf == nil {
-		if kind != "" && format.Lookup(kind) != nil {
-			return nil, true, pathErr(src.Path, fmt.Errorf("is a directory, and %s is a format of files", kind))
-		}
-		return nil, false, nil // "is a directory", as fileio says
+		return nil, false, nil // "is a directory, not a tensor file", as fileio says
 	}
 	ar, err := sf.Open(dir, format.OpenOptions{Threads: src.Threads, Deferred: true})
 	if err != nil {

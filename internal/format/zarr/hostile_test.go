@@ -84,7 +84,7 @@ func TestHostileStores(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "s.zarr")
 		s.write(t, dir, make([]byte, 4))
 		err := openErr(dir)
-		want := map[bool]string{true: "crc32c", false: "lie past its end"}[s.corruptCRC]
+		want := map[bool]string{true: "crc32c", false: "lie past the object"}[s.corruptCRC]
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want one saying %q", name, err, want)
 		}

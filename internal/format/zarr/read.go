@@ -405,7 +405,7 @@ func (r *reader) raw(idx []int, shards *shardCache) ([]byte, string, error) {
 	}
 	b, err := r.st.ReadRange(key, int64(off), int64(n))
 	if err != nil {
-		return nil, key, fmt.Errorf("shard %s: chunk %d at %d, %d bytes: %w", key, pos, off, n, err)
+		return nil, key, fmt.Errorf("shard %s: chunk %d: %w", key, pos, err)
 	}
 	return b, fmt.Sprintf("%s[%d]", key, pos), nil
 }
