@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -170,6 +171,19 @@ type byteSink struct{ b *[]byte }
 
 func (s byteSink) Write(p []byte) (int, error) { *s.b = append(*s.b, p...); return len(p), nil }
 
+// splitAxis is the axis slabs are cut along: the first whose chunk
+// extent is over 1 (the last axis at most). The axes before it have
+// chunks of 1, so a slab — one index on each of them, a run of rows of
+// this one, all of the axes after — is contiguous in the C-order array
+// and made of whole chunk rows of the axes from it on.
+func splitAxis(unit []int) int {
+	m := 0
+	for m < len(unit)-1 && unit[m] == 1 {
+		m++
+	}
+	return m
+}
+
 // Inflate writes the array's elements to w in C order.
 func (r *reader) Inflate(w io.Writer) error {
 	a := r.a
@@ -179,63 +193,54 @@ func (r *reader) Inflate(w io.Writer) error {
 			return nil
 		}
 	}
+	m := splitAxis(a.Inner)
 	size := a.Header.DType.Size
 	rowBytes := int64(size)
-	for _, d := range shape[1:] {
+	for _, d := range shape[m+1:] {
 		rowBytes *= int64(d)
 	}
-	step := a.Inner[0]
+	step := a.Inner[m]
 	if int64(step)*rowBytes > slabBytes {
 		step = int(max(1, slabBytes/rowBytes))
 	}
-	slab := make([]byte, int64(min(step, shape[0]))*rowBytes)
-	shards := &shardCache{}
-	for r0 := 0; r0 < shape[0]; r0 += step {
-		r1 := min(r0+step, shape[0])
-		buf := slab[:int64(r1-r0)*rowBytes]
-		if err := r.slab(buf, r0, r1, shards); err != nil {
-			return err
+	slab := make([]byte, int64(min(step, shape[m]))*rowBytes)
+	shards := &shardCache{chunks: a.Chunks}
+	for p := range prodInts(shape[:m]) {
+		prefix := unravelInts(p, shape[:m])
+		for r0 := 0; r0 < shape[m]; r0 += step {
+			r1 := min(r0+step, shape[m])
+			buf := slab[:int64(r1-r0)*rowBytes]
+			if err := r.slab(buf, prefix, r0, r1, shards); err != nil {
+				return err
+			}
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			shards.drop(prefix, r1/a.Chunks[m])
 		}
-		if _, err := w.Write(buf); err != nil {
-			return err
-		}
-		shards.drop(r1 / a.Chunks[0])
 	}
 	return nil
 }
 
-// slab fills buf with rows r0…r1 of axis 0.
-func (r *reader) slab(buf []byte, r0, r1 int, shards *shardCache) error {
+// slab fills buf with rows r0…r1 of the split axis at the given index
+// of the axes before it.
+func (r *reader) slab(buf []byte, prefix []int, r0, r1 int, shards *shardCache) error {
 	a := r.a
 	shape := rank0(a.Header.Shape)
+	m := len(prefix)
+	// The chunks of the slab: prefix on the axes before m (chunks of 1
+	// there), those crossing r0…r1 on axis m, all of them after.
 	grid := make([]int, len(shape))
 	for i := range shape {
 		grid[i] = (shape[i] + a.Inner[i] - 1) / a.Inner[i]
 	}
-	first, last := r0/a.Inner[0], (r1-1)/a.Inner[0]
+	first := r0 / a.Inner[m]
+	grid[m] = (r1-1)/a.Inner[m] - first + 1
 	var jobs [][]int
-	idx := make([]int, len(shape))
-	idx[0] = first
-	for {
-		jobs = append(jobs, append([]int(nil), idx...))
-		i := len(idx) - 1
-		for ; i >= 0; i-- {
-			idx[i]++
-			lim := grid[i]
-			if i == 0 {
-				lim = last + 1
-			}
-			if idx[i] < lim {
-				break
-			}
-			if i == 0 {
-				break
-			}
-			idx[i] = 0
-		}
-		if i == 0 && idx[0] > last {
-			break
-		}
+	for p := range prodInts(grid[m:]) {
+		idx := append(slices.Clone(prefix), unravelInts(p, grid[m:])...)
+		idx[m] += first
+		jobs = append(jobs, idx)
 	}
 	var (
 		wg   sync.WaitGroup
@@ -263,7 +268,9 @@ func (r *reader) slab(buf []byte, r0, r1 int, shards *shardCache) error {
 					mu.Unlock()
 					return
 				}
-				place(buf, chunk, j, r0, r1, shape, a.Inner, a.Header.DType.Size)
+				// The chunk's extents before m are 1: its bytes are those
+				// of its sub-chunk over the axes from m on.
+				place(buf, chunk, j[m:], r0, r1, shape[m:], a.Inner[m:], a.Header.DType.Size)
 			}
 		}()
 	}
@@ -389,7 +396,7 @@ func (r *reader) raw(idx []int, shards *shardCache) ([]byte, string, error) {
 		pos = pos*per + idx[i]%per
 	}
 	key := r.prefix + a.key(keyIndex(a, sidx))
-	index, err := shards.index(r, key, sidx[0])
+	index, err := shards.index(r, key, sidx)
 	if err != nil {
 		return nil, key, err
 	}
@@ -421,36 +428,50 @@ func keyIndex(a *Array, idx []int) []int {
 // shardCache keeps the indexes of the shards a slab reads, read once
 // each.
 type shardCache struct {
-	mu sync.Mutex
-	m  map[string]*shardIndex
+	mu     sync.Mutex
+	m      map[string]*shardIndex
+	chunks []int // the shard shape
+}
+
+// shardPrefix is the shard grid index of an array index on the axes
+// before the split axis.
+func (c *shardCache) shardPrefix(prefix []int) []int {
+	out := make([]int, len(prefix))
+	for i, x := range prefix {
+		out[i] = x / c.chunks[i]
+	}
+	return out
 }
 
 type shardIndex struct {
 	once  sync.Once
-	row   int // the shard's index along axis 0
+	sidx  []int // the shard's index in the shard grid
 	pairs []uint64
 	err   error
 }
 
-// drop forgets the shards of rows before row (of the shard grid).
-func (c *shardCache) drop(row int) {
+// drop forgets the shards a slab order has passed: those at another
+// index of the axes before the split axis, or before row on it (of the
+// shard grid).
+func (c *shardCache) drop(prefix []int, row int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	m := len(prefix)
 	for k, v := range c.m {
-		if v.row < row {
+		if v.sidx[m] < row || !slices.Equal(v.sidx[:m], c.shardPrefix(prefix)) {
 			delete(c.m, k)
 		}
 	}
 }
 
-func (c *shardCache) index(r *reader, key string, row int) ([]uint64, error) {
+func (c *shardCache) index(r *reader, key string, sidx []int) ([]uint64, error) {
 	c.mu.Lock()
 	if c.m == nil {
 		c.m = map[string]*shardIndex{}
 	}
 	e := c.m[key]
 	if e == nil {
-		e = &shardIndex{row: row}
+		e = &shardIndex{sidx: sidx}
 		c.m[key] = e
 	}
 	c.mu.Unlock()

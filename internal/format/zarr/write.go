@@ -487,27 +487,35 @@ func (sw *storeWriter) encodeChunk(b []byte, typesize int) ([]byte, error) {
 // numcodecs' Zstd needs to decode it (a small frame otherwise has none).
 var zstdEncoder, _ = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithSingleSegment(true))
 
-// slabWriter takes an array's C-order bytes and, each time a slab of
-// whole rows of units (chunks or shards) along axis 0 is full, encodes
-// its units and puts them.
+// slabWriter takes an array's C-order bytes and, each time a slab is
+// full, encodes its units (chunks or shards) and puts them. A slab is one
+// index on the axes before the split axis (units of 1 there), a unit's
+// rows of that axis, and all of the axes after it: whole units, and
+// contiguous in the C-order array (splitAxis).
 type slabWriter struct {
 	sw       *storeWriter
 	a        *wArray
 	shape    []int
+	m        int // the split axis
 	rowBytes int64
 	slab     []byte
 	filled   int
-	row0     int // the slab's first row
+	prefix   int // the slab's index on the axes before m, flat
+	row0     int // the slab's first row on axis m
 }
 
 func newSlabWriter(sw *storeWriter, a *wArray) *slabWriter {
 	shape := rank0(a.h.Shape)
+	m := splitAxis(a.unit())
 	rowBytes := int64(a.h.DType.Size)
-	for _, d := range shape[1:] {
+	for _, d := range shape[m+1:] {
 		rowBytes *= int64(d)
 	}
-	rows := min(a.unit()[0], shape[0])
-	return &slabWriter{sw: sw, a: a, shape: shape, rowBytes: rowBytes, slab: make([]byte, int64(rows)*rowBytes)}
+	rows := min(a.unit()[m], shape[m])
+	if prodInts(shape) == 0 {
+		rows = 0
+	}
+	return &slabWriter{sw: sw, a: a, shape: shape, m: m, rowBytes: rowBytes, slab: make([]byte, int64(rows)*rowBytes)}
 }
 
 func (s *slabWriter) Write(p []byte) (int, error) {
@@ -533,19 +541,16 @@ func (s *slabWriter) Write(p []byte) (int, error) {
 func (s *slabWriter) flush() error {
 	a := s.a
 	unit := a.unit()
-	rows := len(s.slab) / int(max(s.rowBytes, 1))
-	if s.rowBytes == 0 {
-		rows = 0
-	}
+	m := s.m
+	rows := int(int64(len(s.slab)) / max(s.rowBytes, 1))
 	grid := make([]int, len(s.shape))
 	for i := range grid {
 		grid[i] = (s.shape[i] + unit[i] - 1) / unit[i]
 	}
-	grid[0] = 1
+	prefix := unravelInts(s.prefix, s.shape[:m])
 	var jobs [][]int
-	for p := range prodInts(grid) {
-		idx := unravelInts(p, grid)
-		idx[0] = s.row0 / unit[0]
+	for p := range prodInts(grid[m+1:]) {
+		idx := append(append(slices.Clone(prefix), s.row0/unit[m]), unravelInts(p, grid[m+1:])...)
 		jobs = append(jobs, idx)
 	}
 	var (
@@ -582,18 +587,27 @@ func (s *slabWriter) flush() error {
 	}
 	s.row0 += rows
 	s.filled = 0
-	if left := s.shape[0] - s.row0; left < rows {
-		s.slab = s.slab[:int64(left)*s.rowBytes]
+	if s.row0 == s.shape[m] {
+		s.row0 = 0
+		s.prefix++
 	}
+	left := min(unit[m], s.shape[m]-s.row0)
+	if s.prefix == prodInts(s.shape[:m]) {
+		left = 0
+	}
+	s.slab = s.slab[:cap(s.slab)][:int64(left)*s.rowBytes]
 	return nil
 }
 
 // extract copies the chunk of shape cshape at origin out of the slab
-// (rows row0…), padding what lies past the array with the fill value.
+// (rows row0… of the split axis), padding what lies past the array with
+// the fill value. Its extents before the split axis are 1: its bytes are
+// those of its sub-chunk over the axes from the split axis on.
 func (s *slabWriter) extract(dst []byte, origin, cshape []int, rows int) {
 	size := s.a.h.DType.Size
 	fill(dst, s.a.fill)
-	bshape := append([]int{rows}, s.shape[1:]...)
+	origin, cshape = origin[s.m:], cshape[s.m:]
+	bshape := append([]int{rows}, s.shape[s.m+1:]...)
 	srcStrides := cStrides(bshape, size)
 	dstStrides := cStrides(cshape, size)
 	ext := make([]int, len(cshape))

@@ -95,6 +95,7 @@ func writeCases(t *testing.T) []tensor {
 		mkTensor(t, "", "complex64", 3, 2),
 		mkTensor(t, "", "int64", 2, 0, 3),
 		mkTensor(t, "", "float16", 17, 3),
+		mkTensor(t, "", "float32", 1, 3, 8, 5),
 	}
 }
 
@@ -113,8 +114,13 @@ func TestWriteV2ReadByZarrPython(t *testing.T) {
 		for i, x := range writeCases(t) {
 			store := filepath.Join(dir, fmt.Sprintf("%s-%d.zarr", codec, i))
 			opt := format.WriteOptions{Codec: codec, Threads: 3}
-			if len(x.h.Shape) == 2 && x.h.Shape[0] > 0 {
+			switch {
+			case len(x.h.Shape) == 2 && x.h.Shape[0] > 0:
 				opt.Chunks = []int{4, 4}
+			case len(x.h.Shape) == 4 && x.h.Shape[0] == 1:
+				opt.Chunks = []int{1, 1, 3, 2} // slabs along axis 2
+			case len(x.h.Shape) == 4:
+				opt.Chunks = []int{1, 2, 4, 3} // slabs along axis 1
 			}
 			writeStore(t, store, 2, []tensor{x}, opt)
 			jobs = append(jobs, job{Store: store, Path: "", Npy: store + ".npy"})
