@@ -15,11 +15,12 @@ import (
 	"github.com/depthspace/depthspace/internal/format"
 )
 
-// slabBytes bounds the part of an array assembled in memory at once: a
-// run of whole rows of axis 0, as many as one row of chunks covers when
-// that fits, else fewer (each chunk is then decoded once per slab it
-// crosses).
-const slabBytes = 64 << 20
+// slabBytes bounds the part of an array assembled in memory at once
+// (reading and writing): as many whole rows of chunks of the split axis
+// as fit, at least one, or fewer rows than a chunk's when one row of
+// chunks is larger (each chunk is then decoded once per slab it
+// crosses). 32 MiB holds two 16 MiB chunks, one for each of two cores.
+const slabBytes = 32 << 20
 
 // node is one array of a store: where it lives and its metadata.
 type node struct {
@@ -199,8 +200,12 @@ func (r *reader) Inflate(w io.Writer) error {
 	for _, d := range shape[m+1:] {
 		rowBytes *= int64(d)
 	}
+	// As many whole chunk rows as fit slabBytes (so that a slab's chunks
+	// go to several goroutines), else fewer rows than one.
 	step := a.Inner[m]
-	if int64(step)*rowBytes > slabBytes {
+	if n := slabBytes / (int64(step) * rowBytes); n > 1 {
+		step *= int(n)
+	} else if n == 0 {
 		step = int(max(1, slabBytes/rowBytes))
 	}
 	slab := make([]byte, int64(min(step, shape[m]))*rowBytes)
@@ -262,20 +267,52 @@ func (r *reader) slab(buf []byte, prefix []int, r0, r1 int, shards *shardCache) 
 				j := jobs[next]
 				next++
 				mu.Unlock()
-				if err := r.chunk(chunk, j, shards); err != nil {
+				// A chunk that is whole rows of the slab is decoded in
+				// place; another into chunk, then copied.
+				dst, direct := r.inSlab(buf, j, r0, r1)
+				if !direct {
+					dst = chunk
+				}
+				if err := r.chunk(dst, j, shards); err != nil {
 					mu.Lock()
 					fail = err
 					mu.Unlock()
 					return
 				}
-				// The chunk's extents before m are 1: its bytes are those
-				// of its sub-chunk over the axes from m on.
-				place(buf, chunk, j[m:], r0, r1, shape[m:], a.Inner[m:], a.Header.DType.Size)
+				if !direct {
+					// The chunk's extents before m are 1: its bytes are
+					// those of its sub-chunk over the axes from m on.
+					place(buf, chunk, j[m:], r0, r1, shape[m:], a.Inner[m:], a.Header.DType.Size)
+				}
 			}
 		}()
 	}
 	wg.Wait()
 	return fail
+}
+
+// inSlab is where chunk idx lies in the slab of rows r0…r1 of the split
+// axis when its bytes are a contiguous run of it: the chunk spans the
+// axes after the split axis whole and its rows lie in the slab and the
+// array.
+func (r *reader) inSlab(buf []byte, idx []int, r0, r1 int) ([]byte, bool) {
+	a := r.a
+	shape := rank0(a.Header.Shape)
+	m := splitAxis(a.Inner)
+	if a.FOrder && len(shape) > 1 {
+		return nil, false
+	}
+	for i := m + 1; i < len(shape); i++ {
+		if a.Inner[i] != shape[i] {
+			return nil, false
+		}
+	}
+	lo, hi := idx[m]*a.Inner[m], (idx[m]+1)*a.Inner[m]
+	if lo < r0 || hi > r1 {
+		return nil, false
+	}
+	row := len(buf) / (r1 - r0)
+	return buf[(lo-r0)*row : (hi-r0)*row], true
 }
 
 func chunkBytes(a *Array) int {

@@ -511,11 +511,21 @@ func newSlabWriter(sw *storeWriter, a *wArray) *slabWriter {
 	for _, d := range shape[m+1:] {
 		rowBytes *= int64(d)
 	}
-	rows := min(a.unit()[m], shape[m])
-	if prodInts(shape) == 0 {
-		rows = 0
+	s := &slabWriter{sw: sw, a: a, shape: shape, m: m, rowBytes: rowBytes}
+	s.slab = make([]byte, int64(s.rows())*rowBytes)
+	return s
+}
+
+// rows is how many rows of the split axis the next slab takes: as many
+// whole units as fit slabBytes (their encoding then goes to several
+// goroutines), at least one, and no more than are left.
+func (s *slabWriter) rows() int {
+	if prodInts(s.shape) == 0 || s.prefix == prodInts(s.shape[:s.m]) {
+		return 0
 	}
-	return &slabWriter{sw: sw, a: a, shape: shape, m: m, rowBytes: rowBytes, slab: make([]byte, int64(rows)*rowBytes)}
+	u := s.a.unit()[s.m]
+	k := max(1, int(slabBytes/(int64(u)*max(s.rowBytes, 1))))
+	return min(k*u, s.shape[s.m]-s.row0)
 }
 
 func (s *slabWriter) Write(p []byte) (int, error) {
@@ -549,9 +559,10 @@ func (s *slabWriter) flush() error {
 	}
 	prefix := unravelInts(s.prefix, s.shape[:m])
 	var jobs [][]int
-	for p := range prodInts(grid[m+1:]) {
-		idx := append(append(slices.Clone(prefix), s.row0/unit[m]), unravelInts(p, grid[m+1:])...)
-		jobs = append(jobs, idx)
+	for u := s.row0 / unit[m]; u*unit[m] < s.row0+rows; u++ {
+		for p := range prodInts(grid[m+1:]) {
+			jobs = append(jobs, append(append(slices.Clone(prefix), u), unravelInts(p, grid[m+1:])...))
+		}
 	}
 	var (
 		wg   sync.WaitGroup
@@ -591,12 +602,25 @@ func (s *slabWriter) flush() error {
 		s.row0 = 0
 		s.prefix++
 	}
-	left := min(unit[m], s.shape[m]-s.row0)
-	if s.prefix == prodInts(s.shape[:m]) {
-		left = 0
-	}
-	s.slab = s.slab[:cap(s.slab)][:int64(left)*s.rowBytes]
+	s.slab = s.slab[:cap(s.slab)][:int64(s.rows())*s.rowBytes]
 	return nil
+}
+
+// inSlab is the chunk at origin as a run of the slab's bytes, when it is
+// one: it spans the axes after the split axis whole and its rows lie in
+// the slab (none past the array's end).
+func (s *slabWriter) inSlab(origin []int, rows int) ([]byte, bool) {
+	m, c := s.m, s.a.chunks
+	for i := m + 1; i < len(s.shape); i++ {
+		if c[i] != s.shape[i] {
+			return nil, false
+		}
+	}
+	lo := origin[m] - s.row0
+	if lo+c[m] > rows {
+		return nil, false
+	}
+	return s.slab[int64(lo)*s.rowBytes : int64(lo+c[m])*s.rowBytes], true
 }
 
 // extract copies the chunk of shape cshape at origin out of the slab
@@ -657,15 +681,19 @@ func (s *slabWriter) putUnit(idx []int, rows int) error {
 	for i := range idx {
 		origin[i] = idx[i] * unit[i]
 	}
-	chunk := make([]byte, prodInts(a.chunks)*size)
 	if a.shards == nil {
-		s.extract(chunk, origin, a.chunks, rows)
+		chunk, ok := s.inSlab(origin, rows)
+		if !ok {
+			chunk = make([]byte, prodInts(a.chunks)*size)
+			s.extract(chunk, origin, a.chunks, rows)
+		}
 		enc, err := s.sw.encodeChunk(chunk, size)
 		if err != nil {
 			return err
 		}
 		return s.sw.w.Put(key, enc)
 	}
+	chunk := make([]byte, prodInts(a.chunks)*size)
 	per := make([]int, len(unit))
 	for i := range per {
 		per[i] = unit[i] / a.chunks[i]

@@ -256,3 +256,54 @@ func TestHostileFrames(t *testing.T) {
 		}
 	}
 }
+
+// unshuffleBytes is the byte-by-byte unshuffle, the oracle of the word
+// paths.
+func unshuffleBytes(src []byte, typesize int) []byte {
+	dst := make([]byte, len(src))
+	n := len(src) / typesize
+	for j := range typesize {
+		for i := range n {
+			dst[i*typesize+j] = src[j*n+i]
+		}
+	}
+	copy(dst[n*typesize:], src[n*typesize:])
+	return dst
+}
+
+func TestShuffleWordPaths(t *testing.T) {
+	r := rand.New(rand.NewSource(8))
+	for _, ts := range []int{1, 2, 3, 4, 5, 8, 16} {
+		for _, n := range []int{0, 1, 7, 1001} {
+			src := make([]byte, n)
+			r.Read(src)
+			got := make([]byte, n)
+			unshuffle(got, src, ts)
+			if !bytes.Equal(got, unshuffleBytes(src, ts)) {
+				t.Fatalf("unshuffle typesize %d, %d bytes: differs from byte by byte", ts, n)
+			}
+			back := make([]byte, n)
+			shuffle(back, got, ts)
+			if !bytes.Equal(back, src) {
+				t.Fatalf("shuffle typesize %d, %d bytes: not unshuffle's inverse", ts, n)
+			}
+		}
+	}
+}
+
+func BenchmarkUnshuffle(b *testing.B) {
+	src := sample(1<<18, 4, 1)
+	dst := make([]byte, len(src))
+	b.Run("words", func(b *testing.B) {
+		b.SetBytes(int64(len(src)))
+		for range b.N {
+			unshuffle(dst, src, 4)
+		}
+	})
+	b.Run("bytes", func(b *testing.B) {
+		b.SetBytes(int64(len(src)))
+		for range b.N {
+			unshuffleBytes(src, 4)
+		}
+	})
+}
