@@ -19,8 +19,9 @@ import (
 // (reading and writing): as many whole rows of chunks of the split axis
 // as fit, at least one, or fewer rows than a chunk's when one row of
 // chunks is larger (each chunk is then decoded once per slab it
-// crosses). 32 MiB holds two 16 MiB chunks, one for each of two cores.
-const slabBytes = 32 << 20
+// crosses). 16 MiB: one 16 MiB chunk, whose Blosc blocks decode on
+// several goroutines; smaller chunks go to several goroutines each.
+const slabBytes = 16 << 20
 
 // node is one array of a store: where it lives and its metadata.
 type node struct {
@@ -195,8 +196,7 @@ func (r *reader) Inflate(w io.Writer) error {
 		}
 	}
 	m := splitAxis(a.Inner)
-	size := a.Header.DType.Size
-	rowBytes := int64(size)
+	rowBytes := int64(a.Header.DType.Size)
 	for _, d := range shape[m+1:] {
 		rowBytes *= int64(d)
 	}

@@ -17,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
@@ -186,6 +188,38 @@ func decode(h Header, src, dst []byte) error {
 		return err
 	}
 	nblocks := (h.NBytes + h.BlockSize - 1) / h.BlockSize
+	// Blocks are independent: a large frame's go to several goroutines,
+	// as c-blosc's threads take them, each with its own buffers.
+	workers := 1
+	if h.NBytes >= parallelBytes {
+		workers = min(runtime.GOMAXPROCS(0), nblocks)
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = decodeBlocks(h, dec, src, dst, w, workers)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err // the first block's that failed: one error, one line
+		}
+	}
+	return nil
+}
+
+// parallelBytes is the frame size from which blocks are decoded and
+// encoded on several goroutines (a goroutine costs more than a smaller
+// frame's work).
+const parallelBytes = 1 << 20
+
+// decodeBlocks decodes blocks w, w+workers, w+2·workers, …
+func decodeBlocks(h Header, dec func(dst, src []byte) error, src, dst []byte, w, workers int) error {
+	nblocks := (h.NBytes + h.BlockSize - 1) / h.BlockSize
 	shuffle := h.Shuffle()
 	var tmp, tmp2 []byte
 	if shuffle != NoShuffle {
@@ -194,7 +228,7 @@ func decode(h Header, src, dst []byte) error {
 			tmp2 = make([]byte, len(tmp))
 		}
 	}
-	for b := range nblocks {
+	for b := w; b < nblocks; b += workers {
 		start := int(binary.LittleEndian.Uint32(src[HeaderSize+4*b:]))
 		bsize := min(h.BlockSize, h.NBytes-b*h.BlockSize)
 		leftover := b == nblocks-1 && h.NBytes%h.BlockSize != 0

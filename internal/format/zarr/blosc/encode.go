@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/pierrec/lz4/v4"
 )
@@ -46,49 +48,86 @@ func EncodeLZ4(src []byte, typesize, shuffleMode int) ([]byte, error) {
 	}
 	nblocks := (nbytes + bs - 1) / bs
 	limit := nbytes + HeaderSize // a frame no larger than a copy
-	out := make([]byte, HeaderSize+4*nblocks, max(limit, HeaderSize+4*nblocks))
-	var c lz4.Compressor
-	tmp := make([]byte, min(bs, nbytes))
-	stream := make([]byte, lz4.CompressBlockBound(bs))
-	ok := len(out) < limit
-	for b := 0; ok && b < nblocks; b++ {
-		block := src[b*bs : min((b+1)*bs, nbytes)]
-		binary.LittleEndian.PutUint32(out[HeaderSize+4*b:], uint32(len(out)))
-		leftover := b == nblocks-1 && nbytes%bs != 0
-		in := block
-		if flags&flagShuffle != 0 && typesize > 1 {
-			shuffle(tmp[:len(block)], block, typesize)
-			in = tmp[:len(block)]
-		}
-		nsplits := 1
-		if split && !leftover {
-			nsplits = typesize
-		}
-		neblock := len(in) / nsplits
-		for j := range nsplits {
-			part := in[j*neblock : (j+1)*neblock]
-			n, err := c.CompressBlock(part, stream)
-			if err != nil {
-				return nil, err
+	// Each block's streams, compressed on several goroutines for a large
+	// frame (blocks are independent), then laid out in order.
+	blocks := make([][]byte, nblocks)
+	workers := 1
+	if nbytes >= parallelBytes {
+		workers = min(runtime.GOMAXPROCS(0), nblocks)
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var c lz4.Compressor
+			tmp := make([]byte, min(bs, nbytes))
+			stream := make([]byte, lz4.CompressBlockBound(bs))
+			for b := w; b < nblocks; b += workers {
+				block := src[b*bs : min((b+1)*bs, nbytes)]
+				leftover := b == nblocks-1 && nbytes%bs != 0
+				if blocks[b], errs[w] = encodeBlock(&c, block, tmp, stream, flags, typesize, split && !leftover); errs[w] != nil {
+					return
+				}
 			}
-			data := stream[:n]
-			if n == 0 || n >= neblock {
-				data = part
-			}
-			if len(out)+4+len(data) > limit {
-				ok = false
-				break
-			}
-			out = binary.LittleEndian.AppendUint32(out, uint32(len(data)))
-			out = append(out, data...)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
 		}
 	}
-	if !ok {
+	size := HeaderSize + 4*nblocks
+	for _, b := range blocks {
+		size += len(b)
+	}
+	var out []byte
+	if size > limit {
+		// Larger than the data: stored as a copy, as c-blosc does.
 		out = make([]byte, limit)
 		copy(out[HeaderSize:], src)
 		flags |= flagMemcpyed
+	} else {
+		out = make([]byte, HeaderSize+4*nblocks, size)
+		for b, blk := range blocks {
+			binary.LittleEndian.PutUint32(out[HeaderSize+4*b:], uint32(len(out)))
+			out = append(out, blk...)
+		}
 	}
 	putHeader(out, flags, typesize, nbytes, bs, len(out))
+	return out, nil
+}
+
+// encodeBlock shuffles one block (when flags say so) and compresses it
+// into one lz4 stream per byte of the element (split) or one, each after
+// its 4-byte size; a stream that does not shrink is stored as it is.
+func encodeBlock(c *lz4.Compressor, block, tmp, stream []byte, flags byte, typesize int, split bool) ([]byte, error) {
+	in := block
+	if flags&flagShuffle != 0 && typesize > 1 {
+		shuffle(tmp[:len(block)], block, typesize)
+		in = tmp[:len(block)]
+	}
+	nsplits := 1
+	if split {
+		nsplits = typesize
+	}
+	neblock := len(in) / nsplits
+	var out []byte
+	for j := range nsplits {
+		part := in[j*neblock : (j+1)*neblock]
+		n, err := c.CompressBlock(part, stream)
+		if err != nil {
+			return nil, err
+		}
+		data := stream[:n]
+		if n == 0 || n >= neblock {
+			data = part
+		}
+		out = binary.LittleEndian.AppendUint32(out, uint32(len(data)))
+		out = append(out, data...)
+	}
 	return out, nil
 }
 
