@@ -23,6 +23,7 @@ import (
 
 	fileio "github.com/depthspace/depthspace/internal/io"
 	"github.com/depthspace/depthspace/internal/pipeline"
+	"github.com/depthspace/depthspace/internal/walk"
 )
 
 // Options is one batch.
@@ -497,7 +498,7 @@ func exists(name string) bool {
 		return ok
 	}
 	fi, err := os.Stat(name)
-	return err == nil && fi.Mode().IsRegular()
+	return err == nil && (fi.Mode().IsRegular() || fi.IsDir() && walk.IsStore(name)) // a file, or a store
 }
 
 // stream is this shard's items, in order, from a walk that runs ahead on

@@ -58,6 +58,7 @@ func (f *inputFlags) source(src *pipeline.Source) error {
 // what to write, for the commands that write tensors.
 type formatFlags struct {
 	inputFlags
+	storeFlags
 	to      string
 	renames []string
 }
@@ -69,6 +70,7 @@ const memberWork = "work on the members whose names match; the others are copied
 // by default ("-o's", "OUTPUT's").
 func (f *formatFlags) register(fl *pflag.FlagSet, output string) {
 	f.inputFlags.register(fl, memberWork)
+	f.storeFlags.register(fl)
 	fl.StringVar(&f.to, "to", "", "output format: "+format.Either(format.Names(format.Writable))+" (default: by "+output+" extension, else the input's format)")
 	fl.StringArrayVar(&f.renames, "rename-member", nil, `FROM=TO: the member FROM is named TO in the output (repeatable); either side may be a Go-quoted string, "a\x00b", as error lines print names`)
 }
@@ -76,6 +78,9 @@ func (f *formatFlags) register(fl *pflag.FlagSet, output string) {
 // apply sets the formats, dtype, shape and members of a job.
 func (f *formatFlags) apply(opts *pipeline.Options) error {
 	if err := f.inputFlags.source(&opts.Source); err != nil {
+		return err
+	}
+	if err := f.storeFlags.apply(opts); err != nil {
 		return err
 	}
 	if f.to != "" {

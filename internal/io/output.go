@@ -635,6 +635,7 @@ func handleSignals() {
 		for name := range temps {
 			os.Remove(name)
 		}
+		removeStaging() // stores being built (dir_write.go)
 		for _, restore := range restores {
 			restore()
 		}

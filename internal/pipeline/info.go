@@ -156,6 +156,9 @@ func describe(path string, t *Tensor, block ops.Block) *Info {
 	if t.input != nil {
 		info.FileBytes = int64(len(t.input.Data))
 	}
+	if d, ok := t.lazy.(format.Described); ok {
+		info.FileBytes = d.StoredBytes() // a store's chunks
+	}
 	switch {
 	case t.Npy != nil:
 		info.NpyVersion = strconv.Itoa(t.Npy.Major) + "." + strconv.Itoa(t.Npy.Minor)

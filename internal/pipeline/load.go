@@ -328,6 +328,9 @@ func load(src Source) (*Tensor, error) {
 			return t, nil
 		}
 	}
+	if t, ok, err := loadStore(src); ok {
+		return t, err
+	}
 	in, err := fileio.Open(src.Path, src.Stdin)
 	if err != nil {
 		return nil, pathErr(src.Path, err)
@@ -359,21 +362,9 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 			return nil, errors.New("cannot tell the format (not npy, not JSON); use --from, or --dtype and --shape for raw data")
 		}
 	}
-	var want *format.DType
-	if src.DType != "" {
-		dt, err := format.ParseDType(src.DType)
-		if err != nil {
-			return nil, err
-		}
-		want = &dt
-	}
-	var shape []int
-	if src.Shape != "" {
-		s, err := format.ParseShape(src.Shape)
-		if err != nil {
-			return nil, err
-		}
-		shape = s
+	want, shape, err := sourceOverrides(src)
+	if err != nil {
+		return nil, err
 	}
 	t := &Tensor{Kind: kind, input: in}
 	switch kind {
@@ -531,6 +522,13 @@ func decodeArchive(f *format.Format, src Source, in *fileio.Input, want *format.
 	if err != nil {
 		return nil, err
 	}
+	return archiveTensors(f, ar, in, want, shape)
+}
+
+// archiveTensors makes a tensor of each member of an opened container,
+// all sharing the input.
+func archiveTensors(f *format.Format, ar *format.Archive, in *fileio.Input, want *format.DType, shape []int) (*Tensor, error) {
+	var err error
 	if len(ar.Members) == 0 {
 		return nil, fmt.Errorf("%s with no tensors", strings.TrimPrefix(containerName(f.Kind), "is "))
 	}

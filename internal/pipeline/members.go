@@ -62,7 +62,7 @@ func transformMembers(opts Options, ts []*Tensor, to format.Kind) (*Result, erro
 	}
 	names := make([]string, len(ts))
 	for i, t := range ts {
-		names[i] = outputMemberName(t)
+		names[i] = outputMemberName(t, to)
 	}
 	if err := checkRename(opts, names); err != nil {
 		return nil, err
@@ -143,7 +143,7 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan, to format.Kind) [
 		t, p := t, plans[i]
 		name := t.Name // a single tensor's own name (an ONNX TensorProto's)
 		if container {
-			name = outputMemberName(t)
+			name = outputMemberName(t, to)
 		}
 		// A container's member keeps its name, an empty one too: the
 		// output's format carries it or refuses it, never renames it;
@@ -263,11 +263,12 @@ func (r *Result) describeFirst() {
 }
 
 // outputMemberName is the name t has as a member of a container output
-// (before --rename-member): its own, or arr_0 for a tensor that is not a
-// container's member.
-func outputMemberName(t *Tensor) string {
-	if !format.IsContainer(t.Kind) {
-		return DefaultMemberName
+// of format to (before --rename-member): a member's own, empty or not.
+func outputMemberName(t *Tensor, to format.Kind) string {
+	if !format.IsContainer(t.Kind) || format.StoreOf(t.Kind) != nil && t.Name == "" {
+		// One tensor, not a member (a store of one array has no member
+		// name either): arr_0 in an npz, none in a store.
+		return memberName(to, "")
 	}
 	return t.Name
 }

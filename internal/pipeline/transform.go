@@ -46,6 +46,9 @@ type Options struct {
 	// FreshDir: Output's directory was made by this run (a batch into a
 	// new --out-dir), so Output does not exist and is not looked at.
 	FreshDir bool
+	// Store shapes an output that is a store (Zarr): --chunks,
+	// --zarr-codec, --zarr-shard.
+	Store format.WriteOptions
 }
 
 // plan plans the job for one tensor.
@@ -192,8 +195,10 @@ func outputKind(to format.Kind, output string, in format.Kind) format.Kind {
 // dest is where the job's result for t goes, with what the job knows of
 // it: the input file it must not overwrite, whether its directory is new.
 func (o *Options) dest(t *Tensor) dest {
+	store := o.Store
+	store.Threads = o.Threads
 	return dest{path: o.Output, stdout: o.Stdout, limit: o.BufferLimit,
-		target: fileio.Target{Input: t.Info(), Fresh: o.FreshDir}}
+		target: fileio.Target{Input: t.Info(), Fresh: o.FreshDir}, store: store}
 }
 
 // checkOutput refuses, before any work, an output the job cannot write:
@@ -239,8 +244,8 @@ func Store(path string, kind format.Kind, h format.Header, stdout io.Writer, lim
 // memberName is the name of a single tensor in an output of format kind:
 // its own name, or numpy's for a positional array in a container.
 func memberName(kind format.Kind, name string) string {
-	if format.IsContainer(kind) && name == "" {
-		return DefaultMemberName
+	if format.IsContainer(kind) && format.StoreOf(kind) == nil && name == "" {
+		return DefaultMemberName // a store of one array has none
 	}
 	return name
 }

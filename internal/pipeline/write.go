@@ -33,6 +33,7 @@ type dest struct {
 	stdout io.Writer // standard output
 	target fileio.Target
 	limit  int // the most memory a member made a batch of items at a time takes
+	store  format.WriteOptions
 }
 
 // writeResult writes jobs as one output of format kind at d, atomically
@@ -45,6 +46,9 @@ func writeResult(d dest, kind format.Kind, jobs []MemberJob) (*Result, error) {
 	f := format.Lookup(kind)
 	if f == nil {
 		return nil, pathErr(displayName(d.path), fmt.Errorf("internal error: no format %q", kind))
+	}
+	if sf := format.StoreOf(kind); sf != nil {
+		return writeStore(d, f, sf, jobs) // a directory (storewrite.go)
 	}
 	out, err := fileio.CreateFor(d.path, d.stdout, d.target)
 	if err != nil {

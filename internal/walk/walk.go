@@ -170,7 +170,7 @@ func argSource(i int, arg string, outInfo os.FileInfo) (source, error) {
 	if err != nil {
 		return &one{it: Item{Input: arg, Rel: base, Key: base, Arg: i, Err: statError(arg, err)}}, nil
 	}
-	if !fi.IsDir() {
+	if !fi.IsDir() || IsStore(arg) {
 		return &one{it: Item{Input: arg, Rel: base, Key: base, Size: fi.Size(), Arg: i}}, nil
 	}
 	if outInfo != nil && os.SameFile(fi, outInfo) {
@@ -309,6 +309,8 @@ func (w *dirWalk) read(p string) ([]entry, error) {
 			info = target
 		}
 		switch {
+		case info.IsDir() && IsStore(child):
+			out = append(out, entry{name: name, key: name})
 		case info.IsDir():
 			if w.outInfo != nil && os.SameFile(info, w.outInfo) {
 				continue // the output directory: never an input
