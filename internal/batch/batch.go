@@ -392,7 +392,10 @@ func (r *runner) transform(it item, threads int, counted *atomic.Int64) (rec Rec
 		return rec, err
 	}
 	rec.InShape, rec.OutShape, rec.DType, rec.Bytes, rec.Status = res.InShape, res.OutShape, res.DType, res.Bytes, StatusOK
-	rec.Written = outputSize(it.output)
+	rec.Written = res.Written
+	if isObject(it.output) {
+		rec.Written = outputSize(it.output)
+	}
 	return rec, nil
 }
 
@@ -449,20 +452,15 @@ func errorText(err error, input string) string {
 	return err.Error()
 }
 
-// outputSize is the size of a complete output, in place: what was
-// written (an object's from one HEAD); 0 if it cannot be known.
+// outputSize is the size of a complete output object, in place (from
+// one HEAD); 0 if it cannot be known. A file's is what its writer wrote
+// (pipeline.Result.Written), with no stat.
 func outputSize(name string) int64 {
-	if isObject(name) {
-		_, size, err := fileio.Head(name, 0)
-		if err != nil {
-			return 0
-		}
-		return size
+	_, size, err := fileio.Head(name, 0)
+	if err != nil {
+		return 0
 	}
-	if fi, err := os.Stat(name); err == nil && fi.Mode().IsRegular() {
-		return fi.Size()
-	}
-	return 0
+	return size
 }
 
 // exists says whether a complete output is already there: outputs are

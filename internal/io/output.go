@@ -46,6 +46,10 @@ type Output struct {
 	// place: the target is an object there (s3://…); Commit uploads f
 	// (place.go).
 	place Place
+	// pos is where the next Write goes in f, size the end of the
+	// furthest byte written or the size the file was given: the file's
+	// size, known without asking the system (Size).
+	pos, size int64
 	// wmu lets one write into f at a time. The kernel takes the file's
 	// lock for each buffered write anyway (ext4, tmpfs), and a writer
 	// that finds it taken spins on it: under this VM's hypervisor, with
@@ -115,7 +119,7 @@ func CreateFor(name string, stdout io.Writer, t Target) (*Output, error) {
 	replacing := false
 	if fi, err := os.Stat(name); err == nil {
 		switch {
-		case input != nil && os.SameFile(input, fi):
+		case input != nil && SameFile(input, fi):
 			return nil, ErrIsInput
 		case fi.IsDir():
 			return nil, errors.New("output is a directory")
@@ -213,6 +217,10 @@ func (o *Output) Write(p []byte) (int, error) {
 	if err != nil {
 		err = unwrapPath(err)
 	}
+	if o.f != nil {
+		o.pos += int64(n)
+		o.size = max(o.size, o.pos)
+	}
 	return n, err
 }
 
@@ -233,6 +241,7 @@ func (o *Output) WriteAt(p []byte, off int64) (int, error) {
 	if err != nil {
 		err = unwrapPath(err)
 	}
+	o.size = max(o.size, off+int64(n))
 	return n, err
 }
 
@@ -273,7 +282,11 @@ func (o *Output) Reserve(size int64) error {
 	if err := fallocate(o.f, 0, size); err != nil {
 		return unwrapPath(err)
 	}
-	return unwrapPath(o.f.Truncate(size))
+	if err := o.f.Truncate(size); err != nil {
+		return unwrapPath(err)
+	}
+	o.size = size
+	return nil
 }
 
 // Expect reserves the blocks of the size a file output is likely to
@@ -304,6 +317,7 @@ func (o *Output) Map(size int64) ([]byte, error) {
 	} else if err := o.f.Truncate(size); err != nil {
 		return nil, unwrapPath(err)
 	}
+	o.size = max(o.size, size)
 	if err := fallocate(o.f, base, size); err != nil {
 		// A full disk shows up here rather than as SIGBUS on a mapped page.
 		return nil, unwrapPath(err)
@@ -348,6 +362,7 @@ func (o *Output) Commit() error {
 		// (a truncation to the file's own size drops them).
 		if fi, serr := o.f.Stat(); serr == nil && fi.Size() < o.expect {
 			err = o.f.Truncate(fi.Size())
+			o.size = fi.Size()
 		}
 	}
 	if o.place != nil {
@@ -378,6 +393,15 @@ func (o *Output) Commit() error {
 	}
 	untrack(o.tmp)
 	return nil
+}
+
+// Size is the size of a file output once committed: the bytes written
+// into it (0 for a stream, and for a standard output that is a file).
+func (o *Output) Size() int64 {
+	if o.stdout != nil {
+		return 0
+	}
+	return o.size
 }
 
 // Abort discards the temporary file; the target is left as it was.

@@ -168,3 +168,119 @@ func createOver(t *testing.T, name, previous string) *Output {
 	}
 	return o
 }
+
+// Size is the committed file's size, whichever way it was written: in
+// order, by position (ranges out of order, one rewritten), sized first
+// (Reserve), through a mapping, with blocks reserved past the end and
+// trimmed (Expect), new or replacing a larger file.
+func TestOutputSizeIsTheFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name  string
+		old   string // the target's content before, "" for none
+		write func(o *Output) error
+	}{
+		{"in order", "", func(o *Output) error {
+			for _, p := range []string{"abc", "", "defgh"} {
+				if _, err := o.Write([]byte(p)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"by position", "", func(o *Output) error {
+			for _, w := range []struct {
+				p   string
+				off int64
+			}{{"xyz", 7}, {"ab", 0}, {"q", 3}} {
+				if _, err := o.WriteAt([]byte(w.p), w.off); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"reserved", "a much longer old file than the new one", func(o *Output) error {
+			if err := o.Reserve(12); err != nil {
+				return err
+			}
+			_, err := o.WriteAt([]byte("abc"), 0)
+			return err
+		}},
+		{"mapped", "", func(o *Output) error {
+			m, err := o.Map(5000)
+			if err == nil {
+				copy(m, "mapped")
+			}
+			return err
+		}},
+		{"expected", "", func(o *Output) error {
+			o.Expect(1 << 16)
+			_, err := o.Write([]byte("short"))
+			return err
+		}},
+	} {
+		name := filepath.Join(dir, c.name)
+		if c.old != "" {
+			if err := os.WriteFile(name, []byte(c.old), 0o666); err != nil {
+				t.Fatal(err)
+			}
+		}
+		o, err := Create(name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.write(o); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if err := o.Commit(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		fi, err := os.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Size() != fi.Size() {
+			t.Errorf("%s: Size %d, the file has %d bytes", c.name, o.Size(), fi.Size())
+		}
+	}
+}
+
+// An input read whole (a small regular file) is described by its fstat:
+// SameFile knows it for the file itself and for a link to it, and tells
+// it from another file, as os.SameFile does for os.Stat's.
+func TestSmallInputInfo(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.npy"), filepath.Join(dir, "b.npy")
+	for _, n := range []string{a, b} {
+		if err := os.WriteFile(n, []byte("small "+n), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(a, filepath.Join(dir, "link.npy")); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Open(a, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	if string(in.Data) != "small "+a || in.File != nil {
+		t.Fatalf("Open read %q (file kept open: %v)", in.Data, in.File != nil)
+	}
+	st, _ := os.Stat(a)
+	if in.Info.Name() != "a.npy" || in.Info.Size() != st.Size() || in.Info.Mode() != st.Mode() || !in.Info.ModTime().Equal(st.ModTime()) || in.Info.IsDir() {
+		t.Errorf("Info %s %d %v %v, os.Stat %s %d %v %v", in.Info.Name(), in.Info.Size(), in.Info.Mode(), in.Info.ModTime(), st.Name(), st.Size(), st.Mode(), st.ModTime())
+	}
+	for name, want := range map[string]bool{a: true, filepath.Join(dir, "link.npy"): true, b: false} {
+		fi, err := os.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if SameFile(in.Info, fi) != want || SameFile(fi, in.Info) != want {
+			t.Errorf("SameFile(input, %s) is %v", name, !want)
+		}
+	}
+	if _, err := CreateFor(filepath.Join(dir, "link.npy"), nil, Target{Input: in.Info}); !errors.Is(err, ErrIsInput) {
+		t.Errorf("an output that is a link to the small input: %v, want ErrIsInput", err)
+	}
+}
