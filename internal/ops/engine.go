@@ -24,13 +24,58 @@ func (p *Plan) Run(dst, src []byte, threads int) error {
 	if p.Bytes() == 0 {
 		return nil
 	}
+	if err := p.runWhole(dst, src, max(threads, 1)); err != nil {
+		return err
+	}
 	if p.box != nil {
-		if err := p.runParts(p.box, p.stride, p.ostride, dst, src, threads, true); err != nil {
-			return err
-		}
 		return p.runEdgesSafely(dst, src, 0, p.Items())
 	}
-	return p.runParts(p.dims, p.stride, nil, dst, src, threads, true)
+	return nil
+}
+
+// wholeRun is how Run last cut the whole gather (the box of a plan with
+// edges) for goroutines: the works of its parts, for buffers of that
+// alignment and that many threads. A plan is made once and run on every
+// file of its shape in a batch, and building the gathers again for each
+// small file was a third of what such a batch allocated.
+type wholeRun struct {
+	threads            int
+	dstAlign, srcAlign uintptr
+	works              []work
+}
+
+// runWhole runs the whole gather, cut as the last Run with buffers of the
+// same alignment and as many threads cut it (wholeRun).
+func (p *Plan) runWhole(dst, src []byte, threads int) error {
+	dims, ostride := p.dims, []int(nil)
+	if p.box != nil {
+		dims, ostride = p.box, p.ostride
+	}
+	if product(dims) == 0 {
+		return nil // an empty box: a crop or pad of an axis shorter than its block
+	}
+	// newGather and widen look at the alignment of both buffers up to 8
+	// bytes; nothing else of them.
+	dstAlign, srcAlign := uintptr(unsafe.Pointer(unsafe.SliceData(dst)))%8, uintptr(unsafe.Pointer(unsafe.SliceData(src)))%8
+	run := p.whole.Load()
+	if run == nil || run.threads != threads || run.dstAlign != dstAlign || run.srcAlign != srcAlign {
+		if ostride == nil {
+			ostride = denseStrides(dims, false)
+		}
+		run = &wholeRun{threads: threads, dstAlign: dstAlign, srcAlign: srcAlign}
+		for _, pt := range p.parts(dims, p.stride, ostride) {
+			run.works = append(run.works, newGather(pt, p.ElemSize, dst, src).plan(threads))
+		}
+		p.whole.Store(run)
+	}
+	for i := range run.works {
+		w := run.works[i] // runWork changes its copy
+		w.stream = len(dst) >= streamBytes
+		if err := runWork(&w, dst, src, threads); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runEdgesSafely runs the slabs (edges.go), a fault in a mapped input
