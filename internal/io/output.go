@@ -561,6 +561,9 @@ func (o *Output) copyAnon() error {
 }
 
 func unwrapPath(err error) error {
+	if err == nil {
+		return nil // errors.As below would allocate its targets all the same
+	}
 	var pe *os.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
