@@ -380,11 +380,14 @@ func (r *runner) transform(it item, threads int, counted *atomic.Int64) (rec Rec
 	job.Stdout, job.StdoutTTY = io.Discard, false
 	// Progress counts tensor data bytes, the totals file sizes: a JSON
 	// file's data can outgrow its text, so a file never shows more than
-	// its size.
-	job.Progress = func(n int64) {
-		after := counted.Add(n)
-		if shown := min(after, it.size) - min(after-n, it.size); shown > 0 {
-			r.rep.partial(shown)
+	// its size. A file smaller than a chunk shows when it is done (the
+	// function was an allocation per file).
+	if it.size >= pipeline.DefaultChunkBytes {
+		job.Progress = func(n int64) {
+			after := counted.Add(n)
+			if shown := min(after, it.size) - min(after-n, it.size); shown > 0 {
+				r.rep.partial(shown)
+			}
 		}
 	}
 	res, err := pipeline.Transform(job)
@@ -410,28 +413,37 @@ func (r *runner) finish(i int, size int64, rec Record, err error, counted int64)
 	r.rep.fileDone(size, counted, rec.Status == StatusFailed)
 	r.out.Lock()
 	defer r.out.Unlock()
-	r.pending[i] = finished{rec, err}
-	for ; ; r.next++ {
+	if i != r.next {
+		r.pending[i] = finished{rec, err} // a map value this large is allocated: only when it must wait
+		return
+	}
+	for {
+		r.report(rec, err)
+		r.next++
 		f, ok := r.pending[r.next]
 		if !ok {
-			break
+			return
 		}
 		delete(r.pending, r.next)
-		rec, err := f.rec, f.err
-		switch rec.Status {
-		case StatusOK:
-			r.done++
-			r.bytes += rec.Bytes
-			r.written += rec.Written
-		case StatusSkipped:
-			r.skipped++
-		default:
-			r.failed++
-			r.rep.println("depthspace: " + err.Error())
-		}
-		if r.opts.JSON != nil {
-			_ = json.NewEncoder(r.opts.JSON).Encode(rec)
-		}
+		rec, err = f.rec, f.err
+	}
+}
+
+// report counts and prints the record that is next in order.
+func (r *runner) report(rec Record, err error) {
+	switch rec.Status {
+	case StatusOK:
+		r.done++
+		r.bytes += rec.Bytes
+		r.written += rec.Written
+	case StatusSkipped:
+		r.skipped++
+	default:
+		r.failed++
+		r.rep.println("depthspace: " + err.Error())
+	}
+	if r.opts.JSON != nil {
+		_ = json.NewEncoder(r.opts.JSON).Encode(rec)
 	}
 }
 

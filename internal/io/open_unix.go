@@ -114,7 +114,8 @@ func openSmall(name string) (in *Input, f *os.File, err error) {
 	if err != nil {
 		return nil, nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
-	st := &syscall.Stat_t{}
+	info := &statInfo{name: filepath.Base(name)}
+	st := &info.st
 	for {
 		if err = syscall.Fstat(fd, st); err != syscall.EINTR {
 			break
@@ -129,7 +130,7 @@ func openSmall(name string) (in *Input, f *os.File, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return &Input{Name: name, Info: &statInfo{name: filepath.Base(name), st: st}, Data: b, pooled: true}, nil, nil
+	return &Input{Name: name, Info: info, Data: b, pooled: true}, nil, nil
 }
 
 // fdReader reads an open descriptor with read(2).
@@ -154,14 +155,14 @@ func (fd fdReader) Read(p []byte) (int, error) {
 // small files openSmall reads). SameFile compares it with another.
 type statInfo struct {
 	name string
-	st   *syscall.Stat_t
+	st   syscall.Stat_t
 }
 
 func (s *statInfo) Name() string       { return s.name }
 func (s *statInfo) Size() int64        { return s.st.Size }
 func (s *statInfo) ModTime() time.Time { return time.Unix(s.st.Mtim.Unix()) }
 func (s *statInfo) IsDir() bool        { return false }
-func (s *statInfo) Sys() any           { return s.st }
+func (s *statInfo) Sys() any           { return &s.st }
 
 // Mode is a regular file's: its permission bits, set-user-ID,
 // set-group-ID and sticky bits as os.Stat gives them.

@@ -409,45 +409,55 @@ func runWork(w *work, dst, src []byte, threads int) error {
 	// A goroutine costs more than moving a few kilobytes (on a fresh
 	// process, a new OS thread), so small tensors use fewer of them.
 	threads = min(threads, nPieces, 1+len(dst)/minBytesPerThread)
-	var next atomic.Int64
-	var firstErr error
-	var mu sync.Mutex
-	worker := func() {
-		defer func() {
-			if r := recover(); r != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = &FaultError{Value: r}
-				}
-				mu.Unlock()
-			}
-		}()
-		// A truncated mapped file faults on access; turn that into a panic
-		// recovered above rather than a SIGBUS that kills the process.
-		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-		for {
-			i := int(next.Add(1) - 1)
-			if i >= nPieces {
-				return
-			}
-			if w.split > 1 {
-				w.exec(dst, src, i/w.split, i/w.split+1, i%w.split, w.split)
-			} else {
-				w.exec(dst, src, i*per, min((i+1)*per, w.nOuter), 0, 1)
-			}
-		}
-	}
 	if threads <= 1 {
-		worker()
-		return firstErr
+		// On the caller's goroutine, with no closure or shared counter
+		// to allocate: a small tensor of a batch of thousands.
+		return w.pieces1(dst, src, nil, nPieces, per)
 	}
+	shared := *w // the goroutines' copy: w itself stays on the caller's stack
+	var next atomic.Int64
+	errs := make([]error, threads)
 	var wg sync.WaitGroup
 	for t := 0; t < threads; t++ {
 		wg.Add(1)
-		go func() { defer wg.Done(); worker() }()
+		go func() { defer wg.Done(); errs[t] = shared.pieces1(dst, src, &next, nPieces, per) }()
 	}
 	wg.Wait()
-	return firstErr
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pieces1 runs pieces of w until none is left: the one taken from next
+// each time (shared between goroutines), or all of them in order for a
+// nil next. A fault in the memory read (a mapped file truncated meanwhile)
+// comes back as a FaultError.
+func (w *work) pieces1(dst, src []byte, next *atomic.Int64, nPieces, per int) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &FaultError{Value: r}
+		}
+	}()
+	// A truncated mapped file faults on access; turn that into a panic
+	// recovered above rather than a SIGBUS that kills the process.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	for j := 0; ; j++ {
+		i := j
+		if next != nil {
+			i = int(next.Add(1) - 1)
+		}
+		if i >= nPieces {
+			return nil
+		}
+		if w.split > 1 {
+			w.exec(dst, src, i/w.split, i/w.split+1, i%w.split, w.split)
+		} else {
+			w.exec(dst, src, i*per, min((i+1)*per, w.nOuter), 0, 1)
+		}
+	}
 }
 
 // FaultError is returned when the input memory could not be read (a mapped
@@ -492,7 +502,13 @@ func asWords[T any](b []byte) []T {
 func execT[T any](w *work, dst, src []T, dstB, srcB []byte, a, b, part, parts int) {
 	g := &w.g
 	// Decompose a into outer indices.
-	idx := make([]int, len(w.outer))
+	var idxBuf [8]int
+	idx := idxBuf[:0]
+	if len(w.outer) <= len(idxBuf) {
+		idx = idxBuf[:len(w.outer)]
+	} else {
+		idx = make([]int, len(w.outer))
+	}
 	bi, bo := g.ibase, g.obase
 	rem := a
 	for x := len(w.outer) - 1; x >= 0; x-- {
