@@ -18,7 +18,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODES = "pwrite,pwrite-fds,fallocate,odirect,mmap,vmsplice,files"
+MODES = "pwrite,pwrite-fds,fallocate,odirect,mmap,mmap-fault,vmsplice,files"
 
 
 def main():

@@ -24,6 +24,7 @@ import (
 //	fallocate       fallocate of the whole size first, then pwrite-fds
 //	odirect         fallocate, then O_DIRECT pwrite per goroutine (aligned buffers)
 //	mmap            ftruncate, a shared mapping, MADV_POPULATE_WRITE and copy per chunk
+//	mmap-fault      the same without MADV_POPULATE_WRITE: a fault per page on first touch
 //	vmsplice        a pipe per goroutine: vmsplice the chunk in, splice it to its offset
 //	files           the yardstick: the same bytes as J files (DST.0, DST.1, ...)
 //
@@ -67,8 +68,8 @@ func writeProbe(args []string) error {
 	switch mode {
 	case "pwrite", "pwrite-fds", "fallocate", "odirect", "vmsplice":
 		err = writeRanges(mode, dst, size, bufs)
-	case "mmap":
-		err = writeMapped(dst, size, bufs)
+	case "mmap", "mmap-fault":
+		err = writeMapped(dst, size, bufs, mode == "mmap")
 	case "files":
 		err = writeFiles(names, size, bufs)
 	default:
@@ -194,7 +195,7 @@ func spliceAt(pipe [2]int, fd int, b []byte, off int64) error {
 	return nil
 }
 
-func writeMapped(dst string, size int64, bufs [][]byte) error {
+func writeMapped(dst string, size int64, bufs [][]byte, populate bool) error {
 	fd, err := unix.Open(dst, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o666)
 	if err != nil {
 		return err
@@ -212,7 +213,8 @@ func writeMapped(dst string, size int64, bufs [][]byte) error {
 		for _, off := range offs {
 			end := min(off+chunk, size)
 			// Faulted in as a range, not page by page on first touch.
-			if err := unix.Madvise(m[off:end], unix.MADV_POPULATE_WRITE); err != nil {
+			if !populate {
+			} else if err := unix.Madvise(m[off:end], unix.MADV_POPULATE_WRITE); err != nil {
 				return fmt.Errorf("MADV_POPULATE_WRITE: %w", err)
 			}
 			copy(m[off:end], bufs[j])
