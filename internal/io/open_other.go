@@ -30,12 +30,3 @@ func Scratch() (*os.File, error) {
 	_ = os.Remove(f.Name())
 	return f, nil
 }
-
-// openSmall hands every file back open: Open maps or reads it.
-func openSmall(name string) (*Input, *os.File, error) {
-	f, err := openRead(name)
-	return nil, f, err
-}
-
-// SameFile is os.SameFile.
-func SameFile(a, b os.FileInfo) bool { return os.SameFile(a, b) }

@@ -44,23 +44,23 @@ func TestNewOutputs(t *testing.T) {
 	data := []byte("the whole result")
 	for _, c := range []struct {
 		name   string
-		before func(dir string)             // between Create and Commit
-		link   func(*os.File, string) error // nil: the real one
-		fresh  bool                         // Target.Fresh: the path is not looked at
-		old    bool                         // a target exists before Create
+		before func(dir string)        // between Create and Commit
+		link   func(int, string) error // nil: the real one
+		fresh  bool                    // Target.Fresh: the path is not looked at
+		old    bool                    // a target exists before Create
 	}{
 		{name: "linked"},
 		{name: "linked through /proc", before: func(string) { procLink.Store(true) }},
 		{name: "target made meanwhile", before: func(dir string) { os.WriteFile(filepath.Join(dir, "out.npy"), []byte("other"), 0o644) }},
-		{name: "cannot link", link: func(*os.File, string) error { return syscall.EPERM }},
+		{name: "cannot link", link: func(int, string) error { return syscall.EPERM }},
 		{name: "fresh", fresh: true},
 		{name: "replacing", old: true},
-		{name: "replacing, cannot link", old: true, link: func(*os.File, string) error { return syscall.EPERM }},
+		{name: "replacing, cannot link", old: true, link: func(int, string) error { return syscall.EPERM }},
 		{name: "fresh, target made meanwhile", fresh: true, before: func(dir string) { os.WriteFile(filepath.Join(dir, "out.npy"), []byte("other"), 0o644) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.link != nil {
-				defer func(f func(*os.File, string) error) { linkAnonFunc = f; anonRefused.Store(false) }(linkAnonFunc)
+				defer func(f func(int, string) error) { linkAnonFunc = f; anonRefused.Store(false) }(linkAnonFunc)
 				linkAnonFunc = c.link
 			}
 			dir := t.TempDir()
@@ -75,10 +75,10 @@ func TestNewOutputs(t *testing.T) {
 				t.Fatal(err)
 			}
 			if runtime.GOOS == "linux" && !o.anon {
-				if f, err := createAnon(dir); err != nil {
+				if fd, err := createAnon(dir); err != nil {
 					t.Skipf("no unnamed files in %s: %v", dir, err)
 				} else {
-					f.Close()
+					closeFD(fd)
 				}
 				t.Fatal("a new output was not made unnamed")
 			}
@@ -282,5 +282,56 @@ func TestSmallInputInfo(t *testing.T) {
 	}
 	if _, err := CreateFor(filepath.Join(dir, "link.npy"), nil, Target{Input: in.Info}); !errors.Is(err, ErrIsInput) {
 		t.Errorf("an output that is a link to the small input: %v, want ErrIsInput", err)
+	}
+}
+
+// A new output written by position and committed (a batch's small file)
+// goes through its descriptor alone: no *os.File is made for it (its
+// fcntl and finalizer, for each of thousands of files). Anything that
+// needs one gets it, with the bytes written before.
+func TestSmallOutputNeedsNoFile(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "out.npy")
+	o, err := CreateFor(name, nil, Target{Fresh: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.anon {
+		o.Abort()
+		t.Skip("no unnamed files here")
+	}
+	if _, err := o.WriteAt([]byte("whole"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if o.f != nil {
+		t.Error("an *os.File was made for a small output")
+	}
+	if b, _ := os.ReadFile(name); string(b) != "whole" || o.Size() != 5 {
+		t.Errorf("the output holds %q (Size %d)", b, o.Size())
+	}
+
+	// Read back, then written in order after it: one file all along.
+	o, err = CreateFor(filepath.Join(dir, "two.npy"), nil, Target{Fresh: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.WriteAt([]byte("ab"), 0); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 2)
+	if _, err := o.ReadAt(got, 0); err != nil || string(got) != "ab" {
+		t.Fatalf("read back %q, %v", got, err)
+	}
+	if _, err := o.Write([]byte("xyz")); err != nil { // Write starts at 0
+		t.Fatal(err)
+	}
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "two.npy")); string(b) != "xyz" || o.Size() != 3 {
+		t.Errorf("the output holds %q (Size %d)", b, o.Size())
 	}
 }
