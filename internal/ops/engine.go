@@ -503,7 +503,7 @@ func execT[T any](w *work, dst, src []T, dstB, srcB []byte, a, b, part, parts in
 	g := &w.g
 	// Decompose a into outer indices.
 	var idxBuf [8]int
-	idx := idxBuf[:0]
+	var idx []int
 	if len(w.outer) <= len(idxBuf) {
 		idx = idxBuf[:len(w.outer)]
 	} else {
