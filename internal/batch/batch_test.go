@@ -21,7 +21,7 @@ import (
 )
 
 // writeNpy writes a uint8 npy file of the given shape holding 0, 1, 2, …
-func writeNpy(t *testing.T, name string, shape ...int) {
+func writeNpy(t testing.TB, name string, shape ...int) {
 	t.Helper()
 	dt, err := format.ParseDType("uint8")
 	if err != nil {
@@ -40,7 +40,7 @@ func writeNpy(t *testing.T, name string, shape ...int) {
 	}
 }
 
-func s2d(t *testing.T) pipeline.Options {
+func s2d(t testing.TB) pipeline.Options {
 	block, err := ops.ParseBlock("2")
 	if err != nil {
 		t.Fatal(err)
@@ -304,15 +304,27 @@ func TestRunnerThreads(t *testing.T) {
 // The summary line's "written" is the bytes of the output files (npy
 // headers included), as du -b adds them up, not the tensor data alone;
 // each record has its file's size, and the JSON keeps both counts. An npz
-// output, whose zip headers are most of a small file, too.
+// output, whose zip headers are most of a small file, too, and every
+// other way an output is written: text in order (JSON), a container laid
+// out by position (safetensors), a file larger than the buffer limit
+// (written through a mapping), and outputs replaced by a second run.
 func TestSummaryCountsFileBytes(t *testing.T) {
 	chdir(t)
 	writeNpy(t, "d/a.npy", 1, 1, 4, 4)
 	writeNpy(t, "d/b.npy", 1, 1, 5, 4) // fails: written nothing
 	writeNpy(t, "d/c/c.npy", 2, 3, 2, 6)
-	for _, to := range []format.Kind{"", format.KindNpz} {
-		out := "out" + string(to)
+	for _, run := range []struct {
+		to    format.Kind
+		limit int
+		out   string
+	}{
+		{"", 0, "out"}, {format.KindNpz, 0, "outnpz"}, {format.KindJSON, 0, "outjson"},
+		{format.KindSafetensors, 0, "outst"}, {"", 64, "outmapped"},
+		{"", 0, "out"}, {format.KindNpz, 0, "outnpz"}, // replacing
+	} {
+		to, out := run.to, run.out
 		job := s2d(t)
+		job.BufferLimit = run.limit
 		job.To = to
 		var stdout bytes.Buffer
 		sum, err := Run(Options{Inputs: []string{"d"}, OutDir: out, Job: job, Threads: 2, Stderr: &bytes.Buffer{}, JSON: &stdout})
@@ -335,7 +347,7 @@ func TestSummaryCountsFileBytes(t *testing.T) {
 			}
 			files += size
 		}
-		if sum.Written != files || sum.Bytes != 16+72 || files <= sum.Bytes {
+		if sum.Written != files || sum.Bytes != 16+72 || files <= sum.Bytes || sum.Done != 2 {
 			t.Errorf("--to %q: summary written %d, bytes %d; the files hold %d bytes", to, sum.Written, sum.Bytes, files)
 		}
 		if want := FormatBytes(files) + " written in "; !strings.Contains(sum.String(), want) {

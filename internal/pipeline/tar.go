@@ -82,7 +82,7 @@ func transformTar(opts Options) (*Result, error) {
 			return nil, pathErr(displayInput(opts.Path), err)
 		}
 		defer in.Close()
-		if o, err := os.Stat(opts.Output); err == nil && opts.Output != "-" && in.Info != nil && os.SameFile(in.Info, o) {
+		if o, err := os.Stat(opts.Output); err == nil && opts.Output != "-" && in.Info != nil && fileio.SameFile(in.Info, o) {
 			return nil, pathErr(opts.Output, fileio.ErrIsInput)
 		}
 		all, drop = in.Data, in.Drop
@@ -107,6 +107,7 @@ func transformTar(opts Options) (*Result, error) {
 	if err := out.Commit(); err != nil {
 		return nil, pathErr(displayName(opts.Output), err)
 	}
+	res.Written = out.Size()
 	return res, nil
 }
 

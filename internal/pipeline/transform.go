@@ -76,6 +76,9 @@ type Result struct {
 	// with its Name; the fields above then describe the first.
 	Name    string    `json:",omitempty"`
 	Members []*Result `json:",omitempty"`
+	// Written is the size of the output file (or object) written, its
+	// headers included: 0 for standard output.
+	Written int64 `json:"-"`
 }
 
 // Transform runs one job: load, plan, run, store. An npz or safetensors
@@ -226,7 +229,7 @@ func checkOutput(opts Options, to format.Kind) error {
 // as it is created: fileio.CreateFor).
 func checkNotInput(opts Options, t *Tensor) error {
 	if in := t.Info(); in != nil && opts.Output != "-" {
-		if fi, err := os.Stat(opts.Output); err == nil && os.SameFile(in, fi) {
+		if fi, err := os.Stat(opts.Output); err == nil && fileio.SameFile(in, fi) {
 			return pathErr(opts.Output, fileio.ErrIsInput)
 		}
 	}

@@ -77,10 +77,10 @@ func writeResult(d dest, kind format.Kind, jobs []MemberJob) (*Result, error) {
 	}
 	if !f.Container && len(jobs) == 1 && jobs[0].Result != nil {
 		one := jobs[0].Result // the job's own, made for this output
-		one.Name, one.Output = "", d.path
+		one.Name, one.Output, one.Written = "", d.path, out.Size()
 		return one, nil
 	}
-	res := &Result{Output: d.path}
+	res := &Result{Output: d.path, Written: out.Size()}
 	for _, j := range jobs {
 		res.add(j.Result)
 	}

@@ -234,7 +234,11 @@ func (w *dirWalk) next() (Item, bool) {
 		}
 		e := &f.entries[f.next]
 		f.next++
-		child, crel, ckey := filepath.Join(f.p, e.name), joinRel(f.rel, e.name), joinRel(f.rel, e.key)
+		child, crel := filepath.Join(f.p, e.name), joinRel(f.rel, e.name)
+		ckey := crel // a file's key is its name: the same string
+		if e.key != e.name {
+			ckey = joinRel(f.rel, e.key)
+		}
 		switch {
 		case e.err != nil:
 			return Item{Input: child, Rel: crel, Key: ckey, Arg: w.arg, Err: e.err}, true
