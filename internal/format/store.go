@@ -1,6 +1,10 @@
 package format
 
-import "sync/atomic"
+import (
+	"slices"
+	"strings"
+	"sync/atomic"
+)
 
 // A format may be a directory of objects rather than one file (Zarr: a
 // store of chunks under a directory or an s3:// prefix). Such a format
@@ -49,6 +53,10 @@ type StoreWriter interface {
 type StoreFormat struct {
 	// Claims says whether a directory is a store of this format.
 	Claims func(st Store) bool
+	// Markers are the object names whose presence in a directory makes
+	// it a store (or a node of one) of this format: how a listing of
+	// keys, which has no directories to ask Claims of, knows a store.
+	Markers []string
 	// Open lists the store's tensors as an archive: one member named ""
 	// for a store of one tensor, else each by its path in the store.
 	Open func(st Store, opt OpenOptions) (*Archive, error)
@@ -103,6 +111,22 @@ func StoreKind(st Store) Kind {
 	}
 	for _, f := range All() {
 		if s := (*m)[f.Kind]; s != nil && s.Claims(st) {
+			return f.Kind
+		}
+	}
+	return ""
+}
+
+// StoreMarker names the format whose store marker the last element of
+// key is ("a/b.zarr/zarr.json": zarr3's), or "".
+func StoreMarker(key string) Kind {
+	m := stores.Load()
+	if m == nil {
+		return ""
+	}
+	base := key[strings.LastIndexByte(key, '/')+1:]
+	for _, f := range All() {
+		if s := (*m)[f.Kind]; s != nil && slices.Contains(s.Markers, base) {
 			return f.Kind
 		}
 	}
