@@ -43,8 +43,8 @@ type Output struct {
 	// anon: f has no name yet (createAnon); Commit links it as the
 	// target, with no temporary name.
 	anon bool
-	// place: the target is an object there (s3://…); Commit uploads f
-	// (place.go).
+	// place: the target is an object there (s3://…), written as a
+	// stream whose Close makes it (place.go).
 	place Place
 	// wmu lets one write into f at a time. The kernel takes the file's
 	// lock for each buffered write anyway (ext4, tmpfs), and a writer
@@ -350,9 +350,6 @@ func (o *Output) Commit() error {
 			err = o.f.Truncate(fi.Size())
 		}
 	}
-	if o.place != nil {
-		return o.commitObject(err)
-	}
 	if o.anon {
 		switch {
 		case err != nil:
@@ -386,14 +383,18 @@ func (o *Output) Abort() {
 		return
 	}
 	o.done = true
+	if o.place != nil {
+		o.abortObject() // place.go
+		return
+	}
 	if o.unmap != nil {
 		_ = o.unmap()
 	}
 	switch {
 	case o.stdout != nil:
 		o.stdout.abort(o.f)
-	case o.anon, o.place != nil:
-		o.f.Close() // unnamed: the system frees it; an object is not uploaded
+	case o.anon:
+		o.f.Close() // unnamed: the system frees it
 	case o.f != nil:
 		o.f.Close()
 		untrackRemove(o.tmp)

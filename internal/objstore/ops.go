@@ -12,7 +12,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -58,7 +57,7 @@ func unsigned(o *s3.Options) {
 
 // put makes the object u from n bytes of f in one PutObject, with their
 // CRC32C. S3 makes it visible only when the whole body has come.
-func (s *Store) put(ctx context.Context, u URL, f *os.File, n int64) error {
+func (s *Store) put(ctx context.Context, u URL, f io.ReaderAt, n int64) error {
 	sum, err := crc32c(f, 0, n)
 	if err != nil {
 		return err
@@ -89,7 +88,7 @@ func (s *Store) createUpload(ctx context.Context, u URL) (string, error) {
 
 // putPart uploads part number of the upload: n bytes of f from off, with
 // their CRC32C, which the server checks.
-func (s *Store) putPart(ctx context.Context, u URL, id string, number int32, f *os.File, off, n int64) (types.CompletedPart, error) {
+func (s *Store) putPart(ctx context.Context, u URL, id string, number int32, f io.ReaderAt, off, n int64) (types.CompletedPart, error) {
 	sum, err := crc32c(f, off, n)
 	if err != nil {
 		return types.CompletedPart{}, err
@@ -184,7 +183,7 @@ func (s *Store) uploadGone(ctx context.Context, u URL, id string) (bool, error) 
 // crc32c is the CRC32C of n bytes of f from off, as S3's checksum
 // headers carry it: base64 of its 4 big-endian bytes. (The table is
 // made on first use, not when the program starts.)
-func crc32c(f *os.File, off, n int64) (string, error) {
+func crc32c(f io.ReaderAt, off, n int64) (string, error) {
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
 	buf := make([]byte, 256<<10)
 	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, off, n), buf); err != nil {

@@ -1,0 +1,197 @@
+package objstore
+
+import (
+	"context"
+	"os"
+	"slices"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// A PartWriter makes an object from bytes written to it in order, while
+// they are still being produced: each part is sent as soon as the bytes
+// after it have begun to arrive, up to streams parts in flight (a Write
+// waits for a free one), so the upload overlaps the work that produces
+// the object instead of following it. The bytes go through a scratch
+// file of the caller's (page cache, not this process's memory) and each
+// part is read back from it by position, so memory does not grow with
+// the object. Nothing is visible until Commit: an object that fits in
+// one part is one PUT then, a larger one a multipart upload completed
+// then. Abort, a failed part or AbortAll (a signal) cancels the parts in
+// flight, waits for them, aborts the upload and checks it is gone, as
+// Upload does.
+type PartWriter struct {
+	s      *Store
+	u      URL
+	f      *os.File
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	written, sent int64 // bytes written into f; bytes handed to parts
+	number        int32 // the last part handed out
+	up            *upload
+	// parts counts the parts in flight, and one more while the writer
+	// is open: AbortAll may wait on it at any time, so it never drops
+	// to zero and rises again.
+	parts sync.WaitGroup
+	slots chan struct{} // a token per part in flight
+
+	mu   sync.Mutex
+	done []types.CompletedPart
+	err  error // the first part's failure
+}
+
+// NewPartWriter starts writing the object u through the empty scratch
+// file f, which the writer closes when it is committed or aborted.
+func (s *Store) NewPartWriter(ctx context.Context, u URL, f *os.File) *PartWriter {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &PartWriter{s: s, u: u, f: f, ctx: ctx, cancel: cancel, slots: make(chan struct{}, streams)}
+	w.parts.Add(1)
+	return w
+}
+
+// streamPartSize is the size of part number (from 1) of an upload whose
+// size is not known when it begins: partSize for the first half of S3's
+// maxParts, 16 times that for the rest, so an object up to 1.3 TiB fits
+// while parts stay 16 MiB for every object under 78 GiB.
+func streamPartSize(number int32) int64 {
+	if number <= maxParts/2 {
+		return partSize
+	}
+	return 16 * partSize
+}
+
+// Write appends p to the object. A part is handed out only once bytes
+// after it exist, so the last part (and an object of one part, a single
+// PUT) is whatever Commit finds left.
+func (w *PartWriter) Write(p []byte) (int, error) {
+	if err := w.failed(); err != nil {
+		return 0, err
+	}
+	n, err := w.f.WriteAt(p, w.written)
+	w.written += int64(n)
+	if err != nil {
+		return n, err
+	}
+	for {
+		ps := streamPartSize(w.number + 1)
+		if w.written-w.sent <= ps {
+			return n, nil
+		}
+		if err := w.send(ps); err != nil {
+			return n, err
+		}
+	}
+}
+
+// failed is the first part's failure, or the context's end (AbortAll).
+func (w *PartWriter) failed() error {
+	w.mu.Lock()
+	err := w.err
+	w.mu.Unlock()
+	if err == nil {
+		err = w.ctx.Err()
+	}
+	return err
+}
+
+// send hands bytes [sent, sent+n) to a part of their own, waiting for a
+// free slot, and starts the multipart upload with the first part.
+func (w *PartWriter) send(n int64) error {
+	if w.up == nil {
+		w.s.abortLeftBehind(w.ctx, w.u) // journal.go: uploads of runs that are over
+		up, err := w.s.begin(w.ctx, w.u, w.cancel, &w.parts)
+		if err != nil {
+			return err
+		}
+		w.up = up
+	}
+	if w.number >= maxParts {
+		return &Error{Msg: "the object is larger than S3's 10,000 parts can hold"}
+	}
+	select {
+	case w.slots <- struct{}{}:
+	case <-w.ctx.Done():
+		return w.failed()
+	}
+	w.number++
+	number, off := w.number, w.sent
+	w.sent += n
+	w.parts.Add(1)
+	go func() {
+		defer w.parts.Done()
+		defer func() { <-w.slots }()
+		p, err := w.s.putPart(w.ctx, w.u, w.up.id, number, w.f, off, n)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if err != nil {
+			if w.err == nil {
+				w.err = err
+				w.cancel()
+			}
+			return
+		}
+		w.done = append(w.done, p)
+	}()
+	return nil
+}
+
+// Written is how many bytes the object has.
+func (w *PartWriter) Written() int64 { return w.written }
+
+// Commit makes the object from every byte written: one PUT if they fit
+// in a part, else the last part, then, once every part is stored, the
+// multipart upload completed. On a failure nothing is left.
+func (w *PartWriter) Commit() error {
+	defer w.f.Close()
+	defer w.cancel()
+	if w.up == nil {
+		w.parts.Done()
+		if err := w.failed(); err != nil {
+			return err
+		}
+		w.s.abortLeftBehind(w.ctx, w.u)
+		return w.s.put(w.ctx, w.u, w.f, w.written)
+	}
+	err := w.send(w.written - w.sent)
+	w.parts.Done()
+	// Every part has returned before anything else: no part request is
+	// still in flight when the upload is completed or aborted.
+	w.parts.Wait()
+	if err == nil {
+		err = w.failed()
+	}
+	if err == nil {
+		slices.SortFunc(w.done, func(a, b types.CompletedPart) int { return int(*a.PartNumber - *b.PartNumber) })
+		err = w.s.complete(w.ctx, w.u, w.up.id, w.done)
+	}
+	if err != nil {
+		w.stop()
+		return err
+	}
+	w.up.finish()
+	return nil
+}
+
+// Abort leaves nothing of the object: the parts in flight are cancelled
+// and waited for, then the upload is aborted and checked gone.
+func (w *PartWriter) Abort() {
+	defer w.f.Close()
+	w.cancel()
+	w.parts.Done()
+	w.parts.Wait()
+	if w.up != nil {
+		w.stop()
+	}
+}
+
+// stop aborts the multipart upload after a failure; under AbortAll (a
+// signal) that is its work, and the process ends with the signal's
+// status once it is done, so this goroutine waits for that.
+func (w *PartWriter) stop() {
+	if interrupted.Load() {
+		select {}
+	}
+	w.up.abort()
+}
