@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"context"
+	"hash/crc32"
 	"os"
 	"slices"
 	"sync"
@@ -29,6 +30,11 @@ type PartWriter struct {
 	cancel context.CancelFunc
 
 	written, sent int64 // bytes written into f; bytes handed to parts
+	// sums are the CRC32Cs of the bytes written past sent, by part
+	// (the first part's, and the next's when a write crosses its end):
+	// computed as the bytes go by, so a part is read from f once, to be
+	// sent, not twice.
+	sums []uint32
 	number        int32 // the last part handed out
 	up            *upload
 	// parts counts the parts in flight, and one more while the writer
@@ -70,6 +76,7 @@ func (w *PartWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	n, err := w.f.WriteAt(p, w.written)
+	w.sum(p[:n])
 	w.written += int64(n)
 	if err != nil {
 		return n, err
@@ -82,6 +89,24 @@ func (w *PartWriter) Write(p []byte) (int, error) {
 		if err := w.send(ps); err != nil {
 			return n, err
 		}
+	}
+}
+
+// sum adds p, written from w.written on, to the CRC32Cs of the parts it
+// falls in.
+func (w *PartWriter) sum(p []byte) {
+	at, number, start := w.written, w.number+1, w.sent
+	for i := 0; len(p) > 0; i++ {
+		end := start + streamPartSize(number)
+		if i == len(w.sums) {
+			w.sums = append(w.sums, 0)
+		}
+		if at < end {
+			k := min(int64(len(p)), end-at)
+			w.sums[i] = crc32.Update(w.sums[i], castagnoli(), p[:k])
+			p, at = p[k:], at+k
+		}
+		start, number = end, number+1
 	}
 }
 
@@ -118,11 +143,13 @@ func (w *PartWriter) send(n int64) error {
 	w.number++
 	number, off := w.number, w.sent
 	w.sent += n
+	sum := crcHeader(w.sums[0])
+	w.sums = append(w.sums[:0], w.sums[1:]...)
 	w.parts.Add(1)
 	go func() {
 		defer w.parts.Done()
 		defer func() { <-w.slots }()
-		p, err := w.s.putPart(w.ctx, w.u, w.up.id, number, w.f, off, n)
+		p, err := w.s.putPartSum(w.ctx, w.u, w.up.id, number, w.f, off, n, sum)
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		if err != nil {
@@ -152,7 +179,11 @@ func (w *PartWriter) Commit() error {
 			return err
 		}
 		w.s.abortLeftBehind(w.ctx, w.u)
-		return w.s.put(w.ctx, w.u, w.f, w.written)
+		var sum uint32
+		if len(w.sums) > 0 {
+			sum = w.sums[0]
+		}
+		return w.s.putSum(w.ctx, w.u, w.f, w.written, crcHeader(sum))
 	}
 	err := w.send(w.written - w.sent)
 	w.parts.Done()

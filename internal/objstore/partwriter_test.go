@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -155,5 +156,37 @@ func TestPartWriterLeavesNothing(t *testing.T) {
 	}
 	if _, ok := f.objects["bkt/refused"]; ok || len(f.uploads) != 0 || f.aborted != 2 {
 		t.Errorf("a refused part: object %v, %d uploads left, %d aborts", ok, len(f.uploads), f.aborted)
+	}
+}
+
+// A streamed upload's memory does not grow with the object either: the
+// parts are read back from the scratch file as they are sent.
+func TestPartWriterMemoryBounded(t *testing.T) {
+	defer func(p int64) { partSize = p }(partSize)
+	partSize = 8 << 20
+	const size = 96 << 20
+	srv := &sink{}
+	s := testStore(t, srv)
+	piece := make([]byte, 1<<20)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	w := s.NewPartWriter(context.Background(), URL{Bucket: "bkt", Key: "k"}, scratch(t))
+	for range size / len(piece) {
+		if _, err := w.Write(piece); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if srv.bytes.Load() != size {
+		t.Fatalf("the server got %d bytes, want %d", srv.bytes.Load(), size)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+		t.Errorf("a streamed upload of %d MiB allocated %d MiB", size>>20, alloc>>20)
+	} else {
+		t.Logf("a streamed upload of %d MiB allocated %.1f MiB", size>>20, float64(alloc)/(1<<20))
 	}
 }
