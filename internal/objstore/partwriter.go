@@ -34,9 +34,9 @@ type PartWriter struct {
 	// (the first part's, and the next's when a write crosses its end):
 	// computed as the bytes go by, so a part is read from f once, to be
 	// sent, not twice.
-	sums []uint32
-	number        int32 // the last part handed out
-	up            *upload
+	sums   []uint32
+	number int32 // the last part handed out
+	up     *upload
 	// parts counts the parts in flight, and one more while the writer
 	// is open: AbortAll may wait on it at any time, so it never drops
 	// to zero and rises again.
