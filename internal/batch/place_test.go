@@ -67,16 +67,17 @@ func (m *memPlace) Download(name string, f *os.File, from, size int64) error {
 	return err
 }
 
-func (m *memPlace) Writer(name string, f *os.File) fileio.ObjectWriter {
-	return &memWriter{m: m, name: name, f: f}
+func (m *memPlace) Writer(name string, scratch func() (*os.File, error)) fileio.ObjectWriter {
+	return &memWriter{m: m, name: name, scratch: scratch}
 }
 
 // memWriter keeps the bytes written in f and stores them at Commit.
 type memWriter struct {
-	m    *memPlace
-	name string
-	f    *os.File
-	n    int64
+	m       *memPlace
+	name    string
+	scratch func() (*os.File, error)
+	f       *os.File // made by the first Write
+	n       int64
 }
 
 // errBroke is the failure of an object whose key holds "broken", once
@@ -87,16 +88,25 @@ func (w *memWriter) Write(p []byte) (int, error) {
 	if strings.Contains(w.name, "broken") && w.n+int64(len(p)) > 1<<20 {
 		return 0, errBroke
 	}
+	if w.f == nil {
+		f, err := w.scratch()
+		if err != nil {
+			return 0, err
+		}
+		w.f = f
+	}
 	n, err := w.f.WriteAt(p, w.n)
 	w.n += int64(n)
 	return n, err
 }
 
 func (w *memWriter) Commit() error {
-	defer w.f.Close()
 	data := make([]byte, w.n)
-	if _, err := w.f.ReadAt(data, 0); err != nil && w.n > 0 {
-		return err
+	if w.f != nil {
+		defer w.f.Close()
+		if _, err := w.f.ReadAt(data, 0); err != nil && w.n > 0 {
+			return err
+		}
 	}
 	w.m.mu.Lock()
 	defer w.m.mu.Unlock()
@@ -104,7 +114,11 @@ func (w *memWriter) Commit() error {
 	return nil
 }
 
-func (w *memWriter) Abort() { w.f.Close() }
+func (w *memWriter) Abort() {
+	if w.f != nil {
+		w.f.Close()
+	}
+}
 
 func (m *memPlace) AbortAll() {}
 

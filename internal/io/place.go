@@ -38,11 +38,11 @@ type Place interface {
 	// Download writes bytes [from, size) of the object name into f at
 	// their own offsets.
 	Download(name string, f *os.File, from, size int64) error
-	// Writer starts the object name, written in order through the
-	// empty scratch file f (which the writer closes): parts go out as
+	// Writer starts the object name, written in order: parts go out as
 	// they are written, and the object appears whole at Commit, or
-	// never.
-	Writer(name string, f *os.File) ObjectWriter
+	// never. Bytes it does not hold in memory go through the empty
+	// scratch file scratch makes, which the writer closes.
+	Writer(name string, scratch func() (*os.File, error)) ObjectWriter
 	// AbortAll withdraws every upload in flight and refuses new ones (a
 	// signal arrived; the process exits next).
 	AbortAll()
@@ -226,11 +226,7 @@ func createObject(p Place, name string) (*Output, error) {
 	uploading[p] = true
 	uploadsMu.Unlock()
 	HandleSignals() // a signal aborts the upload in flight
-	f, err := Scratch()
-	if err != nil {
-		return nil, err
-	}
-	ow := &objectOutput{name: name, w: p.Writer(name, f)}
+	ow := &objectOutput{name: name, w: p.Writer(name, Scratch)}
 	return &Output{Name: name, w: ow, closer: ow, place: p}, nil
 }
 

@@ -1,8 +1,10 @@
 package objstore
 
 import (
+	"bytes"
 	"context"
 	"hash/crc32"
+	"io"
 	"os"
 	"slices"
 	"sync"
@@ -14,10 +16,11 @@ import (
 // they are still being produced: each part is sent as soon as the bytes
 // after it have begun to arrive, up to streams parts in flight (a Write
 // waits for a free one), so the upload overlaps the work that produces
-// the object instead of following it. The bytes go through a scratch
-// file of the caller's (page cache, not this process's memory) and each
-// part is read back from it by position, so memory does not grow with
-// the object. Nothing is visible until Commit: an object that fits in
+// the object instead of following it. The bytes are held in memory up to
+// inMemory (an object that small is sent from there, with no file); past
+// that they go through a scratch file of the caller's (page cache, not
+// this process's memory) and each part is read back from it by position,
+// so memory does not grow with the object. Nothing is visible until Commit: an object that fits in
 // one part is one PUT then, a larger one a multipart upload completed
 // then. Abort, a failed part or AbortAll (a signal) cancels the parts in
 // flight, waits for them, aborts the upload and checks it is gone, as
@@ -25,7 +28,9 @@ import (
 type PartWriter struct {
 	s      *Store
 	u      URL
-	f      *os.File
+	open   func() (*os.File, error) // the scratch file, made when needed
+	f      *os.File                 // nil while the bytes are in mem
+	mem    []byte
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -48,11 +53,22 @@ type PartWriter struct {
 	err  error // the first part's failure
 }
 
-// NewPartWriter starts writing the object u through the empty scratch
-// file f, which the writer closes when it is committed or aborted.
-func (s *Store) NewPartWriter(ctx context.Context, u URL, f *os.File) *PartWriter {
+// inMemory: an object up to this size is held in memory, not written
+// to a scratch file and read back. A batch of small objects keeps
+// --io-jobs of them in flight, and a file each costs CPU for creating,
+// writing, reading and freeing it.
+const inMemory = 2 << 20
+
+// memPool holds the inMemory buffers of finished writers.
+var memPool = sync.Pool{New: func() any { b := make([]byte, 0, inMemory); return &b }}
+
+// NewPartWriter starts writing the object u; past inMemory bytes they go
+// through the empty scratch file that open makes, which the writer
+// closes when it is committed or aborted.
+func (s *Store) NewPartWriter(ctx context.Context, u URL, open func() (*os.File, error)) *PartWriter {
 	ctx, cancel := context.WithCancel(ctx)
-	w := &PartWriter{s: s, u: u, f: f, ctx: ctx, cancel: cancel, slots: make(chan struct{}, streams)}
+	mem := memPool.Get().(*[]byte)
+	w := &PartWriter{s: s, u: u, open: open, mem: (*mem)[:0], ctx: ctx, cancel: cancel, slots: make(chan struct{}, streams)}
 	w.parts.Add(1)
 	return w
 }
@@ -75,6 +91,17 @@ func (w *PartWriter) Write(p []byte) (int, error) {
 	if err := w.failed(); err != nil {
 		return 0, err
 	}
+	if w.f == nil && w.written+int64(len(p)) <= min(inMemory, partSize) {
+		w.mem = append(w.mem, p...)
+		w.sum(p)
+		w.written += int64(len(p))
+		return len(p), nil
+	}
+	if w.f == nil {
+		if err := w.spill(); err != nil {
+			return 0, err
+		}
+	}
 	n, err := w.f.WriteAt(p, w.written)
 	w.sum(p[:n])
 	w.written += int64(n)
@@ -90,6 +117,36 @@ func (w *PartWriter) Write(p []byte) (int, error) {
 			return n, err
 		}
 	}
+}
+
+// spill moves the bytes held in memory into the scratch file, which
+// takes the rest.
+func (w *PartWriter) spill() error {
+	f, err := w.open()
+	if err != nil {
+		return err
+	}
+	w.f = f
+	_, err = f.WriteAt(w.mem, 0)
+	w.release()
+	return err
+}
+
+// release gives the memory buffer back.
+func (w *PartWriter) release() {
+	if w.mem != nil {
+		mem := w.mem[:0]
+		memPool.Put(&mem)
+		w.mem = nil
+	}
+}
+
+// close closes the scratch file, or gives the memory back.
+func (w *PartWriter) close() {
+	if w.f != nil {
+		w.f.Close()
+	}
+	w.release()
 }
 
 // sum adds p, written from w.written on, to the CRC32Cs of the parts it
@@ -171,7 +228,7 @@ func (w *PartWriter) Written() int64 { return w.written }
 // in a part, else the last part, then, once every part is stored, the
 // multipart upload completed. On a failure nothing is left.
 func (w *PartWriter) Commit() error {
-	defer w.f.Close()
+	defer w.close()
 	defer w.cancel()
 	if w.up == nil {
 		w.parts.Done()
@@ -183,7 +240,11 @@ func (w *PartWriter) Commit() error {
 		if len(w.sums) > 0 {
 			sum = w.sums[0]
 		}
-		return w.s.putSum(w.ctx, w.u, w.f, w.written, crcHeader(sum))
+		var body io.ReaderAt = w.f
+		if w.f == nil {
+			body = bytes.NewReader(w.mem)
+		}
+		return w.s.putSum(w.ctx, w.u, body, w.written, crcHeader(sum))
 	}
 	err := w.send(w.written - w.sent)
 	w.parts.Done()
@@ -208,7 +269,7 @@ func (w *PartWriter) Commit() error {
 // Abort leaves nothing of the object: the parts in flight are cancelled
 // and waited for, then the upload is aborted and checked gone.
 func (w *PartWriter) Abort() {
-	defer w.f.Close()
+	defer w.close()
 	w.cancel()
 	w.parts.Done()
 	w.parts.Wait()

@@ -11,14 +11,9 @@ import (
 	"testing"
 )
 
-// scratch is an empty file for a PartWriter, removed with the test.
-func scratch(t *testing.T) *os.File {
-	t.Helper()
-	f, err := os.CreateTemp(t.TempDir(), "scratch")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
+// scratch makes an empty file for a PartWriter, removed with the test.
+func scratch(t *testing.T) func() (*os.File, error) {
+	return func() (*os.File, error) { return os.CreateTemp(t.TempDir(), "scratch") }
 }
 
 // gate holds every part it is sent until released, counting those in
@@ -86,7 +81,8 @@ func TestPartWriterSendsWhileWriting(t *testing.T) {
 }
 
 // The object is the bytes written, whatever the sizes of the writes; one
-// that fits in a part is a single PUT; nothing is there before Commit.
+// that fits in a part is a single PUT, sent from memory (no scratch
+// file) up to inMemory; nothing is there before Commit.
 func TestPartWriterObject(t *testing.T) {
 	defer func(p int64) { partSize = p }(partSize)
 	partSize = 1 << 20
@@ -99,7 +95,11 @@ func TestPartWriterObject(t *testing.T) {
 		}
 		key := fmt.Sprintf("k%d", size)
 		f.log = nil
-		w := s.NewPartWriter(context.Background(), URL{"bkt", key}, scratch(t))
+		files := 0
+		w := s.NewPartWriter(context.Background(), URL{"bkt", key}, func() (*os.File, error) {
+			files++
+			return scratch(t)()
+		})
 		for rest := data; len(rest) > 0; {
 			n := min(len(rest), 300<<10+17)
 			if _, err := w.Write(rest[:n]); err != nil {
@@ -122,6 +122,9 @@ func TestPartWriterObject(t *testing.T) {
 		multipart := strings.Contains(strings.Join(f.log, " "), "?uploads")
 		if multipart != (int64(size) > partSize) {
 			t.Errorf("%d bytes: multipart %v, requests %v", size, multipart, f.log)
+		}
+		if wantFiles := int64(size) > min(inMemory, partSize); files != map[bool]int{false: 0, true: 1}[wantFiles] {
+			t.Errorf("%d bytes: %d scratch files made", size, files)
 		}
 		if len(f.uploads) != 0 {
 			t.Errorf("%d bytes: uploads left: %v", size, f.uploads)
