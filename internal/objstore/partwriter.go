@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
@@ -53,22 +54,44 @@ type PartWriter struct {
 	err  error // the first part's failure
 }
 
-// inMemory: an object up to this size is held in memory, not written
-// to a scratch file and read back. A batch of small objects keeps
-// --io-jobs of them in flight, and a file each costs CPU for creating,
-// writing, reading and freeing it.
-const inMemory = 2 << 20
+// inMemory: an object up to this size is held in memory, not written to
+// a scratch file and read back, while one of memBuffers buffers is free.
+// A file for each output of a batch of 1,000 objects of 1 MiB cost 1.2 s
+// of the client's 4 s of CPU (creating, writing, reading back and
+// freeing it). The buffers are made once and kept, never garbage: with
+// one per writer, made and dropped, 16 objects in flight peaked at 136
+// MiB RssAnon against 66 with files (the collector runs at GOGC 200 in
+// a batch); 8 buffers add 16 MiB.
+const (
+	inMemory   = 2 << 20
+	memBuffers = 8
+)
 
-// memPool holds the inMemory buffers of finished writers.
-var memPool = sync.Pool{New: func() any { b := make([]byte, 0, inMemory); return &b }}
+var (
+	memFree = make(chan []byte, memBuffers)
+	memMade atomic.Int32
+)
+
+// getMem is a free inMemory buffer, or nil when all memBuffers are in use.
+func getMem() []byte {
+	select {
+	case b := <-memFree:
+		return b
+	default:
+	}
+	if memMade.Add(1) <= memBuffers {
+		return make([]byte, 0, inMemory)
+	}
+	memMade.Add(-1)
+	return nil
+}
 
 // NewPartWriter starts writing the object u; past inMemory bytes they go
 // through the empty scratch file that open makes, which the writer
 // closes when it is committed or aborted.
 func (s *Store) NewPartWriter(ctx context.Context, u URL, open func() (*os.File, error)) *PartWriter {
 	ctx, cancel := context.WithCancel(ctx)
-	mem := memPool.Get().(*[]byte)
-	w := &PartWriter{s: s, u: u, open: open, mem: (*mem)[:0], ctx: ctx, cancel: cancel, slots: make(chan struct{}, streams)}
+	w := &PartWriter{s: s, u: u, open: open, mem: getMem(), ctx: ctx, cancel: cancel, slots: make(chan struct{}, streams)}
 	w.parts.Add(1)
 	return w
 }
@@ -91,7 +114,7 @@ func (w *PartWriter) Write(p []byte) (int, error) {
 	if err := w.failed(); err != nil {
 		return 0, err
 	}
-	if w.f == nil && w.written+int64(len(p)) <= min(inMemory, partSize) {
+	if w.mem != nil && w.written+int64(len(p)) <= min(inMemory, partSize) {
 		w.mem = append(w.mem, p...)
 		w.sum(p)
 		w.written += int64(len(p))
@@ -135,8 +158,7 @@ func (w *PartWriter) spill() error {
 // release gives the memory buffer back.
 func (w *PartWriter) release() {
 	if w.mem != nil {
-		mem := w.mem[:0]
-		memPool.Put(&mem)
+		memFree <- w.mem[:0] // never waits: there are at most memBuffers
 		w.mem = nil
 	}
 }
@@ -240,9 +262,9 @@ func (w *PartWriter) Commit() error {
 		if len(w.sums) > 0 {
 			sum = w.sums[0]
 		}
-		var body io.ReaderAt = w.f
-		if w.f == nil {
-			body = bytes.NewReader(w.mem)
+		var body io.ReaderAt = bytes.NewReader(w.mem)
+		if w.f != nil {
+			body = w.f
 		}
 		return w.s.putSum(w.ctx, w.u, body, w.written, crcHeader(sum))
 	}

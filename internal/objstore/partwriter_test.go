@@ -178,3 +178,38 @@ func TestPartWriterMemoryBounded(t *testing.T) {
 		return w.Commit()
 	})
 }
+
+// At most memBuffers objects are held in memory at once: the next goes
+// through a scratch file, and a buffer given back serves the one after.
+func TestPartWriterMemoryBuffersBounded(t *testing.T) {
+	f := newFake(t)
+	s := fakeStore(t, f, f.creds)
+	files := 0
+	open := func() (*os.File, error) {
+		files++
+		return scratch(t)()
+	}
+	var ws []*PartWriter
+	for i := range memBuffers + 1 {
+		w := s.NewPartWriter(context.Background(), URL{"bkt", fmt.Sprint("k", i)}, open)
+		if _, err := w.Write([]byte(fmt.Sprint("object ", i))); err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+	}
+	if files != 1 {
+		t.Errorf("%d objects in flight made %d scratch files, want 1", memBuffers+1, files)
+	}
+	for i, w := range ws {
+		if err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(f.objects[fmt.Sprint("bkt/k", i)]); got != fmt.Sprint("object ", i) {
+			t.Errorf("object %d is %q", i, got)
+		}
+	}
+	w := s.NewPartWriter(context.Background(), URL{"bkt", "after"}, open)
+	if _, err := w.Write([]byte("x")); err != nil || w.Commit() != nil || files != 1 {
+		t.Errorf("after the others: %v, %d scratch files, want still 1", err, files)
+	}
+}
