@@ -904,7 +904,7 @@ func DescribeDNG(b []byte) ([][2]string, error) {
 }
 
 func init() {
-	register(Format{Kind: KindDNG, InTar: true, Rank: 10, Noun: "a DNG file", Doc: "camera raw (DNG): the CFA mosaic as uint16 [H, W], LinearRaw as [H, W, C]; read only",
+	Register(Format{Kind: KindDNG, InTar: true, Rank: 10, Noun: "a DNG file", Doc: "camera raw (DNG): the CFA mosaic as uint16 [H, W], LinearRaw as [H, W, C]; read only",
 		Exts: []string{".dng"}, Sniff: SniffDNG, SniffOrder: 45, ReadOnly: true,
 		Decode: func(b []byte, want *DType) (Header, []byte, string, error) {
 			h, data, err := DecodeDNG(b)

@@ -18,6 +18,23 @@ import (
 	"unicode/utf8"
 )
 
+// KindJSON is a tensor as JSON text.
+const KindJSON Kind = "json"
+
+// SniffJSON reports JSON's opening '[' or '{' after white space.
+func SniffJSON(data []byte) bool {
+	for _, c := range data[:min(len(data), 4096)] {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '[', '{':
+			return true
+		}
+		return false
+	}
+	return false
+}
+
 // maxJSONDepth bounds array nesting, like numpy's NPY_MAXDIMS (64).
 const maxJSONDepth = 64
 
@@ -179,7 +196,7 @@ func checkJSONDType(d DType) error {
 // Scanner
 
 func init() {
-	register(Format{Kind: KindJSON, Text: true, Rank: 3, Doc: "a nested JSON array, or {dtype, shape, data}", Exts: []string{".json"}, Sniff: sniffJSON, SniffOrder: 90,
+	Register(Format{Kind: KindJSON, Text: true, Rank: 3, Doc: "a nested JSON array, or {dtype, shape, data}", Exts: []string{".json"}, Sniff: SniffJSON, SniffOrder: 90,
 		Decode: func(b []byte, want *DType) (Header, []byte, string, error) {
 			h, data, err := DecodeJSON(b, want)
 			return h, data, "", err

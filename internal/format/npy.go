@@ -10,6 +10,9 @@ import (
 	"unicode/utf8"
 )
 
+// KindNpy is numpy's .npy file.
+const KindNpy Kind = "npy"
+
 // NpyMagic starts every npy file.
 const NpyMagic = "\x93NUMPY"
 
@@ -406,7 +409,7 @@ func pyBool(b bool) string {
 }
 
 func init() {
-	register(Format{Kind: KindNpy, InTar: true, Rank: 1, Doc: "numpy .npy, every fixed-size dtype, C and Fortran order", Exts: []string{".npy"}, SniffOrder: 10,
+	Register(Format{Kind: KindNpy, InTar: true, Rank: 1, Doc: "numpy .npy, every fixed-size dtype, C and Fortran order", Exts: []string{".npy"}, SniffOrder: 10,
 		Sniff:    func(b []byte) bool { return strings.HasPrefix(string(b[:min(len(b), 6)]), NpyMagic) },
 		Preamble: func(h Header, _ string) ([]byte, error) { return EncodeNpyFile(h), nil }})
 }

@@ -19,6 +19,10 @@ import (
 	"unicode/utf8"
 )
 
+// KindNpz is a numpy savez / savez_compressed archive: one npy tensor
+// per member.
+const KindNpz Kind = "npz"
+
 // npz: numpy's savez / savez_compressed archives. An npz is a zip file
 // whose members are npy files named KEY.npy; np.load gives them as
 // KEY. Members are stored (savez) or deflated (savez_compressed).
@@ -633,7 +637,7 @@ func (p *placeWriter) Write(b []byte) (int, error) {
 }
 
 func init() {
-	register(Format{Kind: KindNpz, InTar: true, Rank: 5, Doc: "numpy savez / savez_compressed archives, member by member", Noun: "an npz archive", Exts: []string{".npz"}, Container: true, SniffOrder: 20,
+	Register(Format{Kind: KindNpz, InTar: true, Rank: 5, Doc: "numpy savez / savez_compressed archives, member by member", Noun: "an npz archive", Exts: []string{".npz"}, Container: true, SniffOrder: 20,
 		Sniff: func(b []byte) bool { return strings.HasPrefix(string(b[:min(len(b), 4)]), zipMagic) },
 		Open:  openNpz, Create: createNpz, CreateAt: createNpzAt})
 }

@@ -12,6 +12,10 @@ import (
 	"github.com/depthspace/depthspace/internal/format/pbwire"
 )
 
+// KindONNX is one ONNX TensorProto, as in the .pb files of ONNX's
+// test_data_set directories.
+const KindONNX Kind = "onnx"
+
 // ONNX TensorProto files: the .pb files of ONNX test_data_set directories
 // (onnx.proto, message TensorProto). The wire format is read with
 // the protobuf wire format (package pbwire), field by field, strictly: every length is checked against the
@@ -627,7 +631,7 @@ func ONNXTypeName(code int32) string {
 }
 
 func init() {
-	register(Format{Kind: KindONNX, Rank: 4, Doc: "an ONNX TensorProto (.pb, as in test_data_set directories)", Aliases: []string{"pb"}, Exts: []string{".pb"},
+	Register(Format{Kind: KindONNX, Rank: 4, Doc: "an ONNX TensorProto (.pb, as in test_data_set directories)", Aliases: []string{"pb"}, Exts: []string{".pb"},
 		Decode: func(b []byte, want *DType) (Header, []byte, string, error) {
 			t, err := DecodeONNX(b)
 			if err != nil {

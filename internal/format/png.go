@@ -14,6 +14,9 @@ import (
 	"io"
 )
 
+// KindPNG is a PNG image: uint8/uint16 [H, W] or [H, W, C].
+const KindPNG Kind = "png"
+
 // PNG images as tensors (SPEC, Formats, png): gray, gray+alpha, RGB and
 // RGBA, 8 or 16 bits, read as uint8 / uint16 [H, W] (gray) or [H, W, C];
 // palette images read as RGB, or RGBA when the palette has transparency.
@@ -282,7 +285,7 @@ func EncodePNG(w io.Writer, h Header, data []byte) error {
 }
 
 func init() {
-	register(Format{Kind: KindPNG, InTar: true, Rank: 7, Doc: "8- and 16-bit PNG images as uint8/uint16 [H, W] or [H, W, C]", Exts: []string{".png"}, Sniff: SniffPNG, SniffOrder: 40,
+	Register(Format{Kind: KindPNG, InTar: true, Rank: 7, Doc: "8- and 16-bit PNG images as uint8/uint16 [H, W] or [H, W, C]", Exts: []string{".png"}, Sniff: SniffPNG, SniffOrder: 40,
 		Decode: func(b []byte, want *DType) (Header, []byte, string, error) {
 			h, data, err := DecodePNG(b)
 			if err == nil && want != nil {

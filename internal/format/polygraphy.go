@@ -538,7 +538,7 @@ func isMarkerKey(k string) bool {
 func SniffPolygraphy(b []byte) bool {
 	b = bytes.TrimPrefix(b, utf8BOM)
 	head := b[:min(len(b), 4096)]
-	if !sniffJSON(head) {
+	if !SniffJSON(head) {
 		return false
 	}
 	if pgOpening(b) {
@@ -1726,7 +1726,7 @@ func (e *pgEncoder) close() error {
 }
 
 func init() {
-	register(Format{Kind: KindPolygraphy, Rank: 9, Noun: "a Polygraphy file",
+	Register(Format{Kind: KindPolygraphy, Rank: 9, Noun: "a Polygraphy file",
 		Doc:  "Polygraphy run results and input lists (JSON of base64 npy arrays), member by member",
 		Exts: []string{".json"}, ByContent: true, Container: true, Sniff: SniffPolygraphy, SniffOrder: 80,
 		Open: openPolygraphy, Create: createPolygraphy})

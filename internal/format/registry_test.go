@@ -8,7 +8,7 @@ import (
 // A format registered for these tests only: it shares .json with JSON and
 // claims a file by content, and it is read-only.
 func init() {
-	register(Format{Kind: "claimtest", Doc: "a test format", Exts: []string{".json"}, ByContent: true, ReadOnly: true,
+	Register(Format{Kind: "claimtest", Doc: "a test format", Exts: []string{".json"}, ByContent: true, ReadOnly: true,
 		Sniff: func(b []byte) bool { return strings.Contains(string(b), `"claimtest"`) }, SniffOrder: 85})
 }
 

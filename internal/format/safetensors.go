@@ -15,6 +15,10 @@ import (
 	"unicode/utf8"
 )
 
+// KindSafetensors is a Hugging Face safetensors file: named tensors
+// and string metadata.
+const KindSafetensors Kind = "safetensors"
+
 // safetensors: Hugging Face's format. An 8-byte little-endian header
 // length, a JSON header {NAME: {"dtype", "shape", "data_offsets"},
 // "__metadata__": {…}} padded with spaces, then the members' bytes back to
@@ -470,7 +474,7 @@ func (s *SafetensorsWriter) Close() error {
 }
 
 func init() {
-	register(Format{Kind: KindSafetensors, InTar: true, Rank: 6, Doc: "Hugging Face safetensors, member by member, metadata kept", Noun: "a safetensors file", Aliases: []string{"st"}, Exts: []string{".safetensors"},
+	Register(Format{Kind: KindSafetensors, InTar: true, Rank: 6, Doc: "Hugging Face safetensors, member by member, metadata kept", Noun: "a safetensors file", Aliases: []string{"st"}, Exts: []string{".safetensors"},
 		Container: true, Sniff: SniffSafetensors, SniffOrder: 30,
 		Open: openSafetensors, Create: createSafetensors, CreateAt: createSafetensorsAt,
 		DTypeName: SafetensorsName})
