@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npy"
+	"github.com/depthspace/depthspace/internal/format/npz"
 	"github.com/depthspace/depthspace/internal/ops"
 	"github.com/depthspace/depthspace/internal/pipeline"
 )
@@ -25,7 +27,7 @@ func writeNpy(t *testing.T, name string, shape ...int) {
 		t.Fatal(err)
 	}
 	h := format.Header{DType: dt, Shape: shape}
-	b := format.EncodeNpy(h)
+	b := npy.EncodeNpy(h)
 	for i := 0; i < h.Elements(); i++ {
 		b = append(b, byte(i))
 	}
@@ -307,7 +309,7 @@ func TestSummaryCountsFileBytes(t *testing.T) {
 	writeNpy(t, "d/a.npy", 1, 1, 4, 4)
 	writeNpy(t, "d/b.npy", 1, 1, 5, 4) // fails: written nothing
 	writeNpy(t, "d/c/c.npy", 2, 3, 2, 6)
-	for _, to := range []format.Kind{"", format.KindNpz} {
+	for _, to := range []format.Kind{"", npz.KindNpz} {
 		out := "out" + string(to)
 		job := s2d(t)
 		job.To = to

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/png"
 	fileio "github.com/depthspace/depthspace/internal/io"
 	"github.com/depthspace/depthspace/internal/pipeline"
 )
@@ -91,7 +92,7 @@ func DiffImage(a, b Tensor, threads int, w io.Writer) (float64, error) {
 		}
 	}
 	u8, _ := format.ParseDType("uint8")
-	return float64(top), format.EncodePNG(w, format.Header{DType: u8, Shape: []int{H, W, 3}}, img)
+	return float64(top), png.EncodePNG(w, format.Header{DType: u8, Shape: []int{H, W, 3}}, img)
 }
 
 // writeDiffImage writes the picture of a pair's difference to

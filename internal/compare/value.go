@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/depthspace/depthspace/internal/format"
+	jsonfmt "github.com/depthspace/depthspace/internal/format/json"
 	"github.com/x448/float16"
 )
 
@@ -189,7 +190,7 @@ func texts(dt format.DType, elems [][]byte) ([]string, error) {
 		data = append(data, e...)
 	}
 	var sb strings.Builder
-	if err := format.EncodeJSON(&sb, dt, []int{len(elems)}, data); err != nil {
+	if err := jsonfmt.EncodeJSON(&sb, dt, []int{len(elems)}, data); err != nil {
 		return nil, err
 	}
 	var obj struct{ Data []json.RawMessage }

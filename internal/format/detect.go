@@ -81,6 +81,14 @@ type Format struct {
 	// "F32"), which info shows as the descr; nil: numpy's descr.
 	DTypeName func(d DType) (string, error)
 
+	// Described: a file of the format is not read with its bytes alone
+	// but described by --dtype and --shape (raw).
+	Described bool
+	// Shard: the format is an archive of files of the other formats,
+	// each member worked on as a file of its own (a tar shard); the
+	// pipeline's shard path reads and writes it.
+	Shard bool
+
 	// oneAt and one are a single-tensor format's layouts (layout.go).
 	oneAt CreateAtFunc
 	one   CreateFunc
@@ -152,7 +160,7 @@ func InTarShard(k Kind) bool { return formats[k] != nil && formats[k].InTar }
 
 // ReadsAlone says whether a file of the format is read with nothing but
 // its bytes (not raw, which needs --dtype and --shape; not a tar shard).
-func ReadsAlone(f *Format) bool { return f.Kind != KindRaw && f.Kind != KindTar }
+func ReadsAlone(f *Format) bool { return !f.Described && !f.Shard }
 
 // Writable says whether --to may name the format.
 func Writable(f *Format) bool { return !f.ReadOnly }

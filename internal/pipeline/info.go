@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/depthspace/depthspace/internal/format"
+	npyfmt "github.com/depthspace/depthspace/internal/format/npy"
+	"github.com/depthspace/depthspace/internal/format/raw"
 	fileio "github.com/depthspace/depthspace/internal/io"
 	"github.com/depthspace/depthspace/internal/ops"
 )
@@ -98,14 +100,14 @@ const npyHeadBytes = 16 << 10
 // its data is never read, mapped or paged in. ok is false for anything
 // that is not a regular file in npy format, which Describe then loads.
 func describeNpyHeader(src Source, block ops.Block) (info *Info, ok bool, err error) {
-	if src.Path == "-" || len(src.Members) > 0 || (src.From != "" && src.From != format.KindNpy) || format.ExtensionError(src.Path) != nil {
+	if src.Path == "-" || len(src.Members) > 0 || (src.From != "" && src.From != npyfmt.KindNpy) || format.ExtensionError(src.Path) != nil {
 		return nil, false, nil
 	}
 	kind := src.From
 	if kind == "" {
 		kind = format.KindByExtension(src.Path)
 	}
-	if kind != "" && kind != format.KindNpy {
+	if kind != "" && kind != npyfmt.KindNpy {
 		return nil, false, nil
 	}
 	// One read of the file's start (of an object: one HEAD and one
@@ -116,8 +118,8 @@ func describeNpyHeader(src Source, block ops.Block) (info *Info, ok bool, err er
 	if err != nil {
 		return nil, false, nil // Load says why, in its words
 	}
-	npy, err := format.ParseNpy(head)
-	if err != nil || (kind == "" && format.Sniff(head) != format.KindNpy) {
+	npy, err := npyfmt.ParseNpy(head)
+	if err != nil || (kind == "" && format.Sniff(head) != npyfmt.KindNpy) {
 		return nil, false, nil
 	}
 	var want *format.DType
@@ -137,7 +139,7 @@ func describeNpyHeader(src Source, block ops.Block) (info *Info, ok bool, err er
 	if err := checkNpy(&npy, size, want, shape); err != nil {
 		return nil, true, err
 	}
-	return describe(src.Path, &Tensor{Header: npy.Header, Kind: format.KindNpy, Npy: &npy}, block), true, nil
+	return describe(src.Path, &Tensor{Header: npy.Header, Kind: npyfmt.KindNpy, Npy: &npy}, block), true, nil
 }
 
 func describe(path string, t *Tensor, block ops.Block) *Info {
@@ -164,7 +166,7 @@ func describe(path string, t *Tensor, block ops.Block) *Info {
 		if t.input == nil { // streamed: the header and the data
 			info.FileBytes = h + info.DataBytes
 		}
-	case t.Kind == format.KindRaw:
+	case t.Kind == raw.KindRaw:
 		var zero int64
 		info.HeaderBytes = &zero
 		if t.input == nil {

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npy"
+	"github.com/depthspace/depthspace/internal/format/npz"
 	"github.com/depthspace/depthspace/internal/ops"
 )
 
@@ -65,9 +67,9 @@ func TestDescribe(t *testing.T) {
 	}
 	// npy 2.0 and 3.0 headers say so.
 	for _, v := range []byte{2, 3} {
-		pre := format.EncodeNpy(format.Header{DType: format.DType{Kind: 'u', Size: 1, Order: '|'}, Shape: []int{4}})
+		pre := npy.EncodeNpy(format.Header{DType: format.DType{Kind: 'u', Size: 1, Order: '|'}, Shape: []int{4}})
 		text := pre[10:]
-		v2 := append([]byte(format.NpyMagic), v, 0)
+		v2 := append([]byte(npy.NpyMagic), v, 0)
 		v2 = binary.LittleEndian.AppendUint32(v2, uint32(len(text)))
 		v2 = append(append(v2, text...), 1, 2, 3, 4)
 		p := filepath.Join(dir, "v.npy")
@@ -158,7 +160,7 @@ func TestDescribeReadsOnlyTheHeader(t *testing.T) {
 func TestDescribeNpzMembers(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "x.npz")
 	var buf bytes.Buffer
-	zw := format.NewNpzWriter(&buf, false)
+	zw := npz.NewNpzWriter(&buf, false)
 	f4, _ := format.ParseDescr("<f4")
 	u1, _ := format.ParseDescr("|u1")
 	for _, m := range []struct {

@@ -14,6 +14,9 @@ import (
 	"sync/atomic"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npy"
+	"github.com/depthspace/depthspace/internal/format/raw"
+	"github.com/depthspace/depthspace/internal/format/tar"
 	fileio "github.com/depthspace/depthspace/internal/io"
 )
 
@@ -73,7 +76,7 @@ type Tensor struct {
 	format.Header
 	Kind format.Kind
 	Data []byte
-	Npy  *format.Npy // the npy preamble, for npy input and npy members
+	Npy  *npy.Npy // the npy preamble, for npy input and npy members
 	// Stream, when set, delivers the element data in order (standard
 	// input, Source.Stream); its length is not checked until it is read.
 	Stream io.Reader
@@ -352,7 +355,7 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 	}
 	if kind == "" {
 		if src.DType != "" && src.Shape != "" {
-			kind = format.KindRaw
+			kind = raw.KindRaw
 		} else if len(in.Data) == 0 {
 			return nil, errors.New("empty input")
 		} else {
@@ -377,8 +380,8 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 	}
 	t := &Tensor{Kind: kind, input: in}
 	switch kind {
-	case format.KindNpy:
-		npy, err := format.ParseNpy(in.Data)
+	case npy.KindNpy:
+		npy, err := npy.ParseNpy(in.Data)
 		if err != nil {
 			return nil, err
 		}
@@ -387,7 +390,7 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 		}
 		t.Header, t.Npy = npy.Header, &npy
 		t.Data, t.dataOff, t.inFile = in.Data[npy.DataOffset:], npy.DataOffset, true
-	case format.KindRaw:
+	case raw.KindRaw:
 		if want == nil || shape == nil {
 			return nil, errors.New("raw input needs --dtype and --shape")
 		}
@@ -400,7 +403,7 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 			return nil, fmt.Errorf("raw data is %d bytes but --dtype %s --shape %s describes %d", len(in.Data), want, format.ShapeString(shape), size)
 		}
 		t.Header, t.Data, t.inFile = h, in.Data, true
-	case format.KindTar:
+	case tar.KindTar:
 		return decodeTar(src, in)
 	default:
 		// A container (npz, safetensors, and any format registered with
@@ -428,7 +431,7 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 // checkNpy checks that an npy file of fileBytes holds exactly the data its
 // header describes, and applies --dtype (a reinterpretation of the same
 // bytes) and --shape (which must match).
-func checkNpy(npy *format.Npy, fileBytes int64, want *format.DType, shape []int) error {
+func checkNpy(npy *npy.Npy, fileBytes int64, want *format.DType, shape []int) error {
 	size := npy.DataBytes()
 	have := fileBytes - npy.DataOffset
 	switch {
@@ -465,11 +468,11 @@ func loadStream(src Source) (*Tensor, error) {
 		kind = format.Sniff(head)
 	}
 	if kind == "" && src.DType != "" && src.Shape != "" {
-		kind = format.KindRaw
+		kind = raw.KindRaw
 	}
 	switch kind {
-	case format.KindNpy:
-		npy, err := format.ReadNpy(br)
+	case npy.KindNpy:
+		npy, err := npy.ReadNpy(br)
 		if err != nil {
 			return nil, err
 		}
@@ -492,7 +495,7 @@ func loadStream(src Source) (*Tensor, error) {
 			}
 		}
 		return &Tensor{Header: npy.Header, Kind: kind, Npy: &npy, Stream: br}, nil
-	case format.KindRaw:
+	case raw.KindRaw:
 		if src.DType == "" || src.Shape == "" {
 			return nil, errors.New("raw input needs --dtype and --shape")
 		}
@@ -547,9 +550,9 @@ func decodeArchive(f *format.Format, src Source, in *fileio.Input, want *format.
 		if shape != nil && format.ShapeString(shape) != format.ShapeString(h.Shape) {
 			return nil, fmt.Errorf("%s member %q: --shape %s does not match its shape %s", f.Kind, m.Name, format.ShapeString(shape), format.ShapeString(h.Shape))
 		}
-		var npy *format.Npy
-		if m.Npy != nil {
-			n := *m.Npy
+		var npy *npy.Npy
+		if m.Stored != nil {
+			n := *m.Stored
 			n.Header = h
 			npy = &n
 		}

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/depthspace/depthspace/internal/format"
+	npyfmt "github.com/depthspace/depthspace/internal/format/npy"
+	tarfmt "github.com/depthspace/depthspace/internal/format/tar"
 	fileio "github.com/depthspace/depthspace/internal/io"
 	"github.com/depthspace/depthspace/internal/ops"
 )
@@ -36,11 +38,11 @@ import (
 func isTar(opts Options) bool {
 	switch {
 	case opts.From != "":
-		return opts.From == format.KindTar
+		return opts.From == tarfmt.KindTar
 	case opts.Path == "-":
 		return false // a piped tar needs --from tar
 	case format.KindByExtension(opts.Path) != "":
-		return format.KindByExtension(opts.Path) == format.KindTar
+		return format.KindByExtension(opts.Path) == tarfmt.KindTar
 	}
 	// Only a regular file is sniffed here: reading a pipe named by a path
 	// (<(cmd), /dev/stdin, a FIFO) would take bytes the job then lacks,
@@ -56,13 +58,13 @@ func isTar(opts Options) bool {
 	defer f.Close()
 	head := make([]byte, 512)
 	n, _ := f.ReadAt(head, 0)
-	return format.SniffTar(head[:n])
+	return tarfmt.SniffTar(head[:n])
 }
 
 // transformTar runs opts on every tensor member of a tar shard.
 func transformTar(opts Options) (*Result, error) {
-	to := outputKind(opts.To, opts.Output, format.KindTar)
-	if to != format.KindTar {
+	to := outputKind(opts.To, opts.Output, tarfmt.KindTar)
+	if to != tarfmt.KindTar {
 		return nil, pathErr(opts.Path, fmt.Errorf("is a tar shard; its output is a tar shard too (an output named OUT.tar), not %s", to))
 	}
 	if opts.Output == "-" && opts.StdoutTTY {
@@ -145,7 +147,7 @@ func copyTar(opts Options, r io.Reader, all []byte, drop func(int64), w io.Write
 			c.sample, c.sampleNames = key, map[string]bool{}
 		}
 		if hdr.Typeflag != tar.TypeReg || !isTensorMember(opts.Members, hdr.Name) {
-			if k := format.KindByExtension(hdr.Name); c.unpicked == "" && hdr.Typeflag == tar.TypeReg && k != format.KindNpy && format.InTarShard(k) {
+			if k := format.KindByExtension(hdr.Name); c.unpicked == "" && hdr.Typeflag == tar.TypeReg && k != npyfmt.KindNpy && format.InTarShard(k) {
 				c.unpicked = hdr.Name
 			}
 			err = c.copyThrough(hdr, raw)
@@ -480,14 +482,14 @@ func npyMember(opts Options, plans map[string]*ops.Plan, name string, data []byt
 	if !strings.HasSuffix(strings.ToLower(name), ".npy") || opts.DType != "" || opts.Shape != "" {
 		return nil, false, nil
 	}
-	npy, err := format.ParseNpy(data)
+	npy, err := npyfmt.ParseNpy(data)
 	if err != nil || npy.Fortran || int64(len(data))-npy.DataOffset != npy.DataBytes() {
 		return nil, false, nil // the general path says what is wrong
 	}
 	key := npy.DType.Descr() + format.ShapeString(npy.Shape)
 	p := plans[key]
 	if p == nil {
-		t := &Tensor{Header: npy.Header, Kind: format.KindNpy}
+		t := &Tensor{Header: npy.Header, Kind: npyfmt.KindNpy}
 		if p, err = opts.plan(t); err != nil {
 			return nil, false, err
 		}
@@ -497,7 +499,7 @@ func npyMember(opts Options, plans map[string]*ops.Plan, name string, data []byt
 		plans[key] = p
 	}
 	return &npyJob{
-		pre:  format.EncodeNpy(format.Header{DType: npy.DType, Shape: p.Out}),
+		pre:  npyfmt.EncodeNpy(format.Header{DType: npy.DType, Shape: p.Out}),
 		p:    p,
 		data: data[npy.DataOffset:],
 		res: &Result{Input: opts.Path, Output: opts.Output, Name: name, InShape: npy.Shape, OutShape: p.Out,
@@ -524,7 +526,7 @@ func transformMember(opts Options, name string, data, out []byte) ([]byte, *Resu
 	sub.From, sub.To = kind, kind
 	outName := name
 	if !format.Writable(format.Lookup(kind)) {
-		sub.To, outName = format.KindNpy, renamedMember(name)
+		sub.To, outName = npyfmt.KindNpy, renamedMember(name)
 	}
 	t, err := decode(sub.Source, &fileio.Input{Data: data})
 	if err != nil {
@@ -639,7 +641,7 @@ func decodeTar(src Source, in *fileio.Input) (*Tensor, error) {
 	cr := &countingReader{r: bytes.NewReader(in.Data)}
 	tr := tar.NewReader(cr)
 	sh := &sharedInput{in: in}
-	container := &Tensor{Kind: format.KindTar}
+	container := &Tensor{Kind: tarfmt.KindTar}
 	last := ""
 	for {
 		hdr, err := tr.Next()

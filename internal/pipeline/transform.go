@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/tar"
 	fileio "github.com/depthspace/depthspace/internal/io"
 	"github.com/depthspace/depthspace/internal/ops"
 )
@@ -95,7 +96,7 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 	var err error
 	t := ts[0]
 	to := outputKind(opts.To, opts.Output, t.Kind)
-	if to == format.KindTar {
+	if to == tar.KindTar {
 		return nil, pathErr(opts.Path, errors.New("a tar output is made from a tar shard (its members worked on); make a shard with tar or Python's tarfile"))
 	}
 	if len(opts.Members) > 0 && !format.IsContainer(t.Kind) {
