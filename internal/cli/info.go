@@ -201,7 +201,7 @@ func writeInfoLine(tw io.Writer, in *pipeline.Info) {
 		name += ":" + in.Name
 	}
 	kind := in.Format
-	if in.NpyVersion != "" && in.Format == "npy" {
+	if in.NpyVersion != "" && !format.IsContainer(format.Kind(in.Format)) {
 		kind += " " + in.NpyVersion
 	}
 	if in.Compressed {

@@ -84,6 +84,21 @@ type Format struct {
 	// Described: a file of the format is not read with its bytes alone
 	// but described by --dtype and --shape (raw).
 	Described bool
+	// InPlace: the format's element data follow a header as they are
+	// (capability.go); nil for the others.
+	InPlace *InPlace
+	// ShardDefault: a tar shard's members of this format are worked on
+	// without --member picking them.
+	ShardDefault bool
+	// Plain: the format a tensor is written in when its own cannot be
+	// (Plain()).
+	Plain bool
+	// Values prints elements as the format's text prints them
+	// (ValueTexts()).
+	Values func(dt DType, elems [][]byte) ([]string, error)
+	// Image: a uint8 [H, W, 3] tensor written in this format is a picture
+	// viewers show (ImageFormat()).
+	Image bool
 	// Shard: the format is an archive of files of the other formats,
 	// each member worked on as a file of its own (a tar shard); the
 	// pipeline's shard path reads and writes it.

@@ -119,7 +119,7 @@ func TestTruncatedWhileMappedLeavesNoOutput(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tensor.Close()
-			if err := os.Truncate(big, tensor.Npy.DataOffset); err != nil {
+			if err := os.Truncate(big, tensor.Stored.DataOffset); err != nil {
 				t.Fatal(err)
 			}
 			plan, err := ops.NewPlan(ops.Request{Block: ops.Block{2}}, tensor.Shape, 4, false)

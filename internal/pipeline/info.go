@@ -4,8 +4,6 @@ import (
 	"strconv"
 
 	"github.com/depthspace/depthspace/internal/format"
-	npyfmt "github.com/depthspace/depthspace/internal/format/npy"
-	"github.com/depthspace/depthspace/internal/format/raw"
 	fileio "github.com/depthspace/depthspace/internal/io"
 	"github.com/depthspace/depthspace/internal/ops"
 )
@@ -61,10 +59,7 @@ type OpInfo struct {
 // ONNX inputs are decoded, once; deflated npz members are inflated one at
 // a time to check them, and not kept).
 func Describe(src Source, block ops.Block) ([]*Info, error) {
-	if info, ok, err := describeNpyHeader(src, block); ok {
-		if err != nil {
-			return nil, pathErr(src.Path, err)
-		}
+	if info := describeHeader(src, block); info != nil {
 		return []*Info{info}, nil
 	}
 	src.Deferred = true // deflated npz members: one at a time, none kept
@@ -90,56 +85,58 @@ func Describe(src Source, block ops.Block) ([]*Info, error) {
 	return out, nil
 }
 
-// npyHeadBytes is how much of an npy file info reads: numpy pads headers
-// to 64 bytes and ours of 1 MiB or more to 4096.
-const npyHeadBytes = 16 << 10
-
-// describeNpyHeader describes an npy file from its header alone: the
-// first 16 KiB are read (one pread) and the data's size is
+// describeHeader describes a file from its header alone, for a format
+// whose data lie in place after a header (format.InPlace with HeadBytes):
+// the file's first bytes are read (one pread) and the data's size is
 // taken from the file's size, so a file of any size costs the same and
-// its data is never read, mapped or paged in. ok is false for anything
-// that is not a regular file in npy format, which Describe then loads.
-func describeNpyHeader(src Source, block ops.Block) (info *Info, ok bool, err error) {
-	if src.Path == "-" || len(src.Members) > 0 || (src.From != "" && src.From != npyfmt.KindNpy) || format.ExtensionError(src.Path) != nil {
-		return nil, false, nil
+// its data is never read, mapped or paged in. It is nil for anything
+// else (another format, a longer header, a malformed one, not a regular
+// file), which Describe then loads, so that its errors read exactly as
+// for every other command.
+func describeHeader(src Source, block ops.Block) *Info {
+	if src.Path == "-" || len(src.Members) > 0 || format.ExtensionError(src.Path) != nil {
+		return nil
 	}
 	kind := src.From
 	if kind == "" {
 		kind = format.KindByExtension(src.Path)
 	}
-	if kind != "" && kind != npyfmt.KindNpy {
-		return nil, false, nil
+	n := format.HeadBytes()
+	var f *format.Format
+	if kind != "" {
+		if f = format.Lookup(kind); !headerAlone(f) {
+			return nil
+		}
+		n = f.InPlace.HeadBytes
+	}
+	if n == 0 {
+		return nil
 	}
 	// One read of the file's start (of an object: one HEAD and one
-	// ranged GET) holds the header of any ordinary npy file; anything
-	// else (a longer header, a malformed one, not a regular file) is left
-	// to Load, so that its errors read exactly as for every other command.
-	head, size, err := fileio.Head(src.Path, npyHeadBytes)
+	// ranged GET) holds the header of any ordinary file of the format.
+	head, size, err := fileio.Head(src.Path, int64(n))
 	if err != nil {
-		return nil, false, nil // Load says why, in its words
+		return nil // Load says why, in its words
 	}
-	npy, err := npyfmt.ParseNpy(head)
-	if err != nil || (kind == "" && format.Sniff(head) != npyfmt.KindNpy) {
-		return nil, false, nil
-	}
-	var want *format.DType
-	if src.DType != "" {
-		dt, err := format.ParseDType(src.DType)
-		if err != nil {
-			return nil, true, err
-		}
-		want = &dt
-	}
-	var shape []int
-	if src.Shape != "" {
-		if shape, err = format.ParseShape(src.Shape); err != nil {
-			return nil, true, err
+	if f == nil {
+		if f = format.Lookup(format.Sniff(head)); !headerAlone(f) {
+			return nil
 		}
 	}
-	if err := checkNpy(&npy, size, want, shape); err != nil {
-		return nil, true, err
+	d, err := src.description()
+	if err != nil {
+		return nil
 	}
-	return describe(src.Path, &Tensor{Header: npy.Header, Kind: npyfmt.KindNpy, Npy: &npy}, block), true, nil
+	p, err := f.InPlace.Parse(head, size, d)
+	if err != nil {
+		return nil
+	}
+	return describe(src.Path, &Tensor{Header: p.Header, Kind: f.Kind, Stored: &p}, block)
+}
+
+// headerAlone says whether info reads a file of f from its header alone.
+func headerAlone(f *format.Format) bool {
+	return f != nil && f.InPlace != nil && f.InPlace.HeadBytes > 0
 }
 
 func describe(path string, t *Tensor, block ops.Block) *Info {
@@ -158,19 +155,14 @@ func describe(path string, t *Tensor, block ops.Block) *Info {
 	if t.input != nil {
 		info.FileBytes = int64(len(t.input.Data))
 	}
-	switch {
-	case t.Npy != nil:
-		info.NpyVersion = strconv.Itoa(t.Npy.Major) + "." + strconv.Itoa(t.Npy.Minor)
-		h := t.Npy.DataOffset
+	if t.Stored != nil {
+		if t.Stored.Major != 0 { // a versioned header (npy's)
+			info.NpyVersion = strconv.Itoa(t.Stored.Major) + "." + strconv.Itoa(t.Stored.Minor)
+		}
+		h := t.Stored.DataOffset
 		info.HeaderBytes = &h
 		if t.input == nil { // streamed: the header and the data
 			info.FileBytes = h + info.DataBytes
-		}
-	case t.Kind == raw.KindRaw:
-		var zero int64
-		info.HeaderBytes = &zero
-		if t.input == nil {
-			info.FileBytes = info.DataBytes
 		}
 	}
 	info.Details = details(t)

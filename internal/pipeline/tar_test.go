@@ -380,12 +380,12 @@ func TestTarTruncatedAfterMember(t *testing.T) {
 		if dataEnd[i] == padEnd[i] {
 			continue
 		}
-		_, err := decodeTar(Source{Path: "cut.tar"}, &fileio.Input{Data: shard[:dataEnd[i]+1]})
+		_, err := decodeTar(tarfmt.KindTar, Source{Path: "cut.tar"}, &fileio.Input{Data: shard[:dataEnd[i]+1]})
 		if err == nil || !strings.Contains(err.Error(), "truncated tar archive") {
 			t.Errorf("decodeTar, cut in the padding of %s: %v", names[i], err)
 		}
 	}
-	if _, err := decodeTar(Source{Path: "cut.tar"}, &fileio.Input{Data: shard[:last]}); err != nil {
+	if _, err := decodeTar(tarfmt.KindTar, Source{Path: "cut.tar"}, &fileio.Input{Data: shard[:last]}); err != nil {
 		t.Errorf("decodeTar, cut after the last member's padding: %v", err)
 	}
 }
@@ -476,7 +476,7 @@ func TestTarSparseMemberRefused(t *testing.T) {
 			t.Errorf("%s format: an output was written", tarFormat)
 		}
 		// info and compare skip it: not a tensor member.
-		if _, err := decodeTar(Source{Path: shard}, &fileio.Input{Data: b}); err != nil {
+		if _, err := decodeTar(tarfmt.KindTar, Source{Path: shard}, &fileio.Input{Data: b}); err != nil {
 			t.Errorf("%s format: decodeTar: %v", tarFormat, err)
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/depthspace/depthspace/internal/format"
-	"github.com/depthspace/depthspace/internal/format/tar"
 	fileio "github.com/depthspace/depthspace/internal/io"
 	"github.com/depthspace/depthspace/internal/ops"
 )
@@ -75,8 +74,8 @@ type Result struct {
 // input or output is transformed member by member (members.go), a tar
 // shard file by file (tar.go).
 func Transform(opts Options) (*Result, error) {
-	if isTar(opts) {
-		return transformTar(opts)
+	if shard := shardKind(opts); shard != "" {
+		return transformTar(opts, shard)
 	}
 	src := opts.Source
 	if src.Threads == 0 {
@@ -96,7 +95,7 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 	var err error
 	t := ts[0]
 	to := outputKind(opts.To, opts.Output, t.Kind)
-	if to == tar.KindTar {
+	if f := format.Lookup(to); f != nil && f.Shard {
 		return nil, pathErr(opts.Path, errors.New("a tar output is made from a tar shard (its members worked on); make a shard with tar or Python's tarfile"))
 	}
 	if len(opts.Members) > 0 && !format.IsContainer(t.Kind) {

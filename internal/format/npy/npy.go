@@ -407,7 +407,7 @@ func pyBool(b bool) string {
 }
 
 func init() {
-	format.Register(format.Format{Kind: KindNpy, InTar: true, Rank: 1, Doc: "numpy .npy, every fixed-size dtype, C and Fortran order", Exts: []string{".npy"}, SniffOrder: 10,
+	format.Register(format.Format{Kind: KindNpy, InTar: true, ShardDefault: true, Plain: true, InPlace: inPlace, Rank: 1, Doc: "numpy .npy, every fixed-size dtype, C and Fortran order", Exts: []string{".npy"}, SniffOrder: 10,
 		Sniff:    func(b []byte) bool { return strings.HasPrefix(string(b[:min(len(b), 6)]), NpyMagic) },
 		Preamble: func(h format.Header, _ string) ([]byte, error) { return EncodeNpyFile(h), nil }})
 }

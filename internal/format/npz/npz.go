@@ -380,14 +380,7 @@ func unzipError(err error) error {
 }
 
 func exactData(npy npyfmt.Npy, have int64) error {
-	size := npy.DataBytes()
-	switch {
-	case have < size:
-		return fmt.Errorf("truncated: the header describes %d data bytes (shape %s, %s) but the member has %d", size, format.ShapeString(npy.Shape), npy.DType, have)
-	case have > size:
-		return fmt.Errorf("%d bytes beyond the %d data bytes the header describes (shape %s, %s)", have-size, size, format.ShapeString(npy.Shape), npy.DType)
-	}
-	return nil
+	return npyfmt.CheckData(npy, have, "member")
 }
 
 // NpzWriter writes an npz archive member by member, as np.savez (stored)

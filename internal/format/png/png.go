@@ -288,7 +288,7 @@ func EncodePNG(w io.Writer, h format.Header, data []byte) error {
 }
 
 func init() {
-	format.Register(format.Format{Kind: KindPNG, InTar: true, Rank: 7, Doc: "8- and 16-bit PNG images as uint8/uint16 [H, W] or [H, W, C]", Exts: []string{".png"}, Sniff: SniffPNG, SniffOrder: 40,
+	format.Register(format.Format{Kind: KindPNG, InTar: true, Image: true, Rank: 7, Doc: "8- and 16-bit PNG images as uint8/uint16 [H, W] or [H, W, C]", Exts: []string{".png"}, Sniff: SniffPNG, SniffOrder: 40,
 		Decode: func(b []byte, want *format.DType) (format.Header, []byte, string, error) {
 			h, data, err := DecodePNG(b)
 			if err == nil && want != nil {
