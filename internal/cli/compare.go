@@ -63,7 +63,7 @@ inputs are compared element by element in logical order. Inputs are
 mapped, not loaded, so they may be larger than memory; -j goroutines share
 the work and the report does not depend on their number.
 
-Containers (npz, safetensors, a tar shard's tensor members) are compared
+Containers (` + containerList() + `: a tar shard by its tensor members) are compared
 member by member, matched by name; a member only one side has makes them
 different. Two directories are compared file by file, paired by relative
 path, a file only one side has being a difference. Tolerances may be given per member, as Polygraphy's:
