@@ -2,12 +2,13 @@
 
 // Command ioprobe measures the I/O primitives depthspace can build on, on
 // this machine: reading a file through a mapping (plain, MADV_SEQUENTIAL,
-// MAP_POPULATE) or with pread into a reused buffer, and writing one through a
-// mapping or with pwrite from a reused buffer. docs/performance.md quotes it.
+// MAP_POPULATE) or with pread into a reused buffer, writing one through a
+// mapping or with pwrite from a reused buffer, and the ways several
+// goroutines can write one output file. docs/performance.md quotes it.
 //
 //	ioprobe read  MODE FILE          MODE: pread | mmap | mmap-seq | mmap-populate
-//	ioprobe write MODE SRC DST       MODE: pwrite | mmap
 //	ioprobe copy  MODE SRC DST       pread+pwrite | mmap-in+pwrite | mmap-in+mmap-out, -j 2
+//	ioprobe write MODE DST MIB J     J goroutines write MIB MiB into DST (write.go)
 package main
 
 import (
@@ -22,7 +23,7 @@ const chunk = 4 << 20
 
 func main() {
 	if len(os.Args) < 4 {
-		fmt.Fprintln(os.Stderr, "usage: ioprobe read|copy MODE FILE [DST]")
+		fmt.Fprintln(os.Stderr, "usage: ioprobe read|copy|write MODE FILE [DST | MIB J]")
 		os.Exit(2)
 	}
 	var err error
@@ -31,6 +32,8 @@ func main() {
 		err = read(os.Args[2], os.Args[3])
 	case "copy":
 		err = copyFile(os.Args[2], os.Args[3], os.Args[4])
+	case "write":
+		err = writeProbe(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown %s", os.Args[1])
 	}

@@ -23,6 +23,7 @@ import (
 
 	fileio "github.com/depthspace/depthspace/internal/io"
 	"github.com/depthspace/depthspace/internal/pipeline"
+	"github.com/depthspace/depthspace/internal/walk"
 )
 
 // Options is one batch.
@@ -104,9 +105,11 @@ func (s *Summary) String() string {
 
 // Run runs a batch. An error is returned only for a problem with the
 // batch as a whole, found before any file is touched (no inputs, an
-// unusable --out-dir, two inputs with the same output); a file that fails
-// is reported on Stderr as "depthspace: PATH: what is wrong", counted in
-// the Summary and, with JSON, recorded, and the batch goes on.
+// unusable --out-dir, two inputs with the same output), or, at the end,
+// for a --json record that could not be written (with the Summary); a
+// file that fails is reported on Stderr as "depthspace: PATH: what is
+// wrong", counted in the Summary and, with JSON, recorded, and the batch
+// goes on.
 //
 // -j is shared across and within files: every file gets one thread per
 // chunk of input (pipeline.DefaultChunkBytes), between 1 and Threads, and
@@ -237,8 +240,11 @@ func Run(opts Options) (*Summary, error) {
 
 	s := &Summary{IsSummary: true, Shard: opts.Shard.String(), ShardFrom: opts.ShardFrom, Total: total, Files: mine,
 		Done: r.done, Skipped: r.skipped, Failed: r.failed, Bytes: r.bytes, Written: r.written, Seconds: time.Since(start).Seconds()}
-	if opts.JSON != nil {
-		_ = json.NewEncoder(opts.JSON).Encode(s)
+	if opts.JSON != nil && r.jsonErr == nil {
+		r.jsonErr = json.NewEncoder(opts.JSON).Encode(s)
+	}
+	if r.jsonErr != nil {
+		return s, fmt.Errorf("--json: a record could not be written: %w", r.jsonErr)
 	}
 	return s, nil
 }
@@ -276,6 +282,9 @@ type runner struct {
 
 	done, skipped, failed int
 	bytes, written        int64
+	// jsonErr is the first --json record that could not be written (a
+	// full disk, a closed pipe): the batch goes on, and fails at its end.
+	jsonErr error
 
 	dirs sync.Map // output directories made (or found) so far
 }
@@ -381,11 +390,14 @@ func (r *runner) transform(it item, threads int, counted *atomic.Int64) (rec Rec
 	job.Stdout, job.StdoutTTY = io.Discard, false
 	// Progress counts tensor data bytes, the totals file sizes: a JSON
 	// file's data can outgrow its text, so a file never shows more than
-	// its size.
-	job.Progress = func(n int64) {
-		after := counted.Add(n)
-		if shown := min(after, it.size) - min(after-n, it.size); shown > 0 {
-			r.rep.partial(shown)
+	// its size. A file smaller than a chunk shows when it is done (the
+	// function was an allocation per file).
+	if it.size >= pipeline.DefaultChunkBytes {
+		job.Progress = func(n int64) {
+			after := counted.Add(n)
+			if shown := min(after, it.size) - min(after-n, it.size); shown > 0 {
+				r.rep.partial(shown)
+			}
 		}
 	}
 	res, err := pipeline.Transform(job)
@@ -393,7 +405,10 @@ func (r *runner) transform(it item, threads int, counted *atomic.Int64) (rec Rec
 		return rec, err
 	}
 	rec.InShape, rec.OutShape, rec.DType, rec.Bytes, rec.Status = res.InShape, res.OutShape, res.DType, res.Bytes, StatusOK
-	rec.Written = outputSize(it.output)
+	rec.Written = res.Written
+	if isObject(it.output) {
+		rec.Written = outputSize(it.output)
+	}
 	return rec, nil
 }
 
@@ -408,28 +423,37 @@ func (r *runner) finish(i int, size int64, rec Record, err error, counted int64)
 	r.rep.fileDone(size, counted, rec.Status == StatusFailed)
 	r.out.Lock()
 	defer r.out.Unlock()
-	r.pending[i] = finished{rec, err}
-	for ; ; r.next++ {
+	if i != r.next {
+		r.pending[i] = finished{rec, err} // a map value this large is allocated: only when it must wait
+		return
+	}
+	for {
+		r.report(rec, err)
+		r.next++
 		f, ok := r.pending[r.next]
 		if !ok {
-			break
+			return
 		}
 		delete(r.pending, r.next)
-		rec, err := f.rec, f.err
-		switch rec.Status {
-		case StatusOK:
-			r.done++
-			r.bytes += rec.Bytes
-			r.written += rec.Written
-		case StatusSkipped:
-			r.skipped++
-		default:
-			r.failed++
-			r.rep.println("depthspace: " + failureLine(err, rec.Input))
-		}
-		if r.opts.JSON != nil {
-			_ = json.NewEncoder(r.opts.JSON).Encode(rec)
-		}
+		rec, err = f.rec, f.err
+	}
+}
+
+// report counts and prints the record that is next in order.
+func (r *runner) report(rec Record, err error) {
+	switch rec.Status {
+	case StatusOK:
+		r.done++
+		r.bytes += rec.Bytes
+		r.written += rec.Written
+	case StatusSkipped:
+		r.skipped++
+	default:
+		r.failed++
+		r.rep.println("depthspace: " + failureLine(err, rec.Input))
+	}
+	if r.opts.JSON != nil && r.jsonErr == nil {
+		r.jsonErr = json.NewEncoder(r.opts.JSON).Encode(rec)
 	}
 }
 
@@ -461,24 +485,18 @@ func failureLine(err error, input string) string {
 	return input + ": " + err.Error()
 }
 
-// outputSize is the size of a complete output, in place: what was
-// written (an object's as this run uploaded it, else from one HEAD); 0
-// if it cannot be known.
+// outputSize is the size of a complete output object, in place: as this
+// run uploaded it, else from one HEAD; 0 if it cannot be known. A file's
+// is what its writer wrote (pipeline.Result.Written), with no stat.
 func outputSize(name string) int64 {
-	if isObject(name) {
-		if size, ok := fileio.UploadedSize(name); ok {
-			return size
-		}
-		_, size, err := fileio.Head(name, 0)
-		if err != nil {
-			return 0
-		}
+	if size, ok := fileio.UploadedSize(name); ok {
 		return size
 	}
-	if fi, err := os.Stat(name); err == nil && fi.Mode().IsRegular() {
-		return fi.Size()
+	_, size, err := fileio.Head(name, 0)
+	if err != nil {
+		return 0
 	}
-	return 0
+	return size
 }
 
 // exists says whether a complete output is already there: outputs are
@@ -489,7 +507,7 @@ func exists(name string) bool {
 		return ok
 	}
 	fi, err := os.Stat(name)
-	return err == nil && fi.Mode().IsRegular()
+	return err == nil && (fi.Mode().IsRegular() || fi.IsDir() && walk.IsStore(name)) // a file, or a store
 }
 
 // stream is this shard's items, in order, from a walk that runs ahead on

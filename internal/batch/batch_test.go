@@ -3,24 +3,29 @@ package batch
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/depthspace/depthspace/internal/format"
+	jsonfmt "github.com/depthspace/depthspace/internal/format/json"
 	"github.com/depthspace/depthspace/internal/format/npy"
 	"github.com/depthspace/depthspace/internal/format/npz"
+	"github.com/depthspace/depthspace/internal/format/safetensors"
 	"github.com/depthspace/depthspace/internal/ops"
 	"github.com/depthspace/depthspace/internal/pipeline"
 )
 
 // writeNpy writes a uint8 npy file of the given shape holding 0, 1, 2, …
-func writeNpy(t *testing.T, name string, shape ...int) {
+func writeNpy(t testing.TB, name string, shape ...int) {
 	t.Helper()
 	dt, err := format.ParseDType("uint8")
 	if err != nil {
@@ -39,7 +44,7 @@ func writeNpy(t *testing.T, name string, shape ...int) {
 	}
 }
 
-func s2d(t *testing.T) pipeline.Options {
+func s2d(t testing.TB) pipeline.Options {
 	block, err := ops.ParseBlock("2")
 	if err != nil {
 		t.Fatal(err)
@@ -303,15 +308,27 @@ func TestRunnerThreads(t *testing.T) {
 // The summary line's "written" is the bytes of the output files (npy
 // headers included), as du -b adds them up, not the tensor data alone;
 // each record has its file's size, and the JSON keeps both counts. An npz
-// output, whose zip headers are most of a small file, too.
+// output, whose zip headers are most of a small file, too, and every
+// other way an output is written: text in order (JSON), a container laid
+// out by position (safetensors), a file larger than the buffer limit
+// (written through a mapping), and outputs replaced by a second run.
 func TestSummaryCountsFileBytes(t *testing.T) {
 	chdir(t)
 	writeNpy(t, "d/a.npy", 1, 1, 4, 4)
 	writeNpy(t, "d/b.npy", 1, 1, 5, 4) // fails: written nothing
 	writeNpy(t, "d/c/c.npy", 2, 3, 2, 6)
-	for _, to := range []format.Kind{"", npz.KindNpz} {
-		out := "out" + string(to)
+	for _, run := range []struct {
+		to    format.Kind
+		limit int
+		out   string
+	}{
+		{"", 0, "out"}, {npz.KindNpz, 0, "outnpz"}, {jsonfmt.KindJSON, 0, "outjson"},
+		{safetensors.KindSafetensors, 0, "outst"}, {"", 64, "outmapped"},
+		{"", 0, "out"}, {npz.KindNpz, 0, "outnpz"}, // replacing
+	} {
+		to, out := run.to, run.out
 		job := s2d(t)
+		job.BufferLimit = run.limit
 		job.To = to
 		var stdout bytes.Buffer
 		sum, err := Run(Options{Inputs: []string{"d"}, OutDir: out, Job: job, Threads: 2, Stderr: &bytes.Buffer{}, JSON: &stdout})
@@ -334,7 +351,7 @@ func TestSummaryCountsFileBytes(t *testing.T) {
 			}
 			files += size
 		}
-		if sum.Written != files || sum.Bytes != 16+72 || files <= sum.Bytes {
+		if sum.Written != files || sum.Bytes != 16+72 || files <= sum.Bytes || sum.Done != 2 {
 			t.Errorf("--to %q: summary written %d, bytes %d; the files hold %d bytes", to, sum.Written, sum.Bytes, files)
 		}
 		if want := FormatBytes(files) + " written in "; !strings.Contains(sum.String(), want) {
@@ -366,5 +383,38 @@ func TestRunNewOutDirInsideInput(t *testing.T) {
 	}
 	if _, err := os.Stat("in/sub/out/sub/out"); err == nil {
 		t.Error("the outputs were walked as inputs: in/sub/out/sub/out exists")
+	}
+}
+
+// failAfter accepts n writes, then fails every one, as a disk that fills
+// up or a reader that goes away.
+type failAfter struct{ n int }
+
+func (w *failAfter) Write(p []byte) (int, error) {
+	if w.n == 0 {
+		return 0, syscall.ENOSPC
+	}
+	w.n--
+	return len(p), nil
+}
+
+// A --json record that cannot be written fails the batch (the files are
+// still all done, and the summary says so), whichever record it is.
+func TestRunJSONWriteFailure(t *testing.T) {
+	chdir(t)
+	writeNpy(t, "d/a.npy", 1, 1, 4, 4)
+	writeNpy(t, "d/b.npy", 1, 1, 4, 4)
+	for n := 0; n <= 2; n++ { // the first record, the second, the summary
+		var stderr bytes.Buffer
+		sum, err := Run(Options{Inputs: []string{"d"}, OutDir: fmt.Sprint("out", n), Job: s2d(t), Threads: 2, Stderr: &stderr, JSON: &failAfter{n}})
+		if err == nil || !errors.Is(err, syscall.ENOSPC) {
+			t.Errorf("%d records written, then a failure: err %v", n, err)
+		}
+		if sum == nil || sum.Done != 2 {
+			t.Errorf("%d records written, then a failure: summary %+v", n, sum)
+		}
+	}
+	if _, err := Run(Options{Inputs: []string{"d"}, OutDir: "out3", Job: s2d(t), Threads: 2, Stderr: io.Discard, JSON: &failAfter{3}}); err != nil {
+		t.Errorf("every record written: %v", err)
 	}
 }

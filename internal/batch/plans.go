@@ -34,7 +34,8 @@ func cachePlans(job *pipeline.Options) {
 		known = map[string]planned{}
 	)
 	job.Planner = func(shape []int, elemSize int, fortran bool) (*ops.Plan, error) {
-		key := planKey(shape, elemSize, fortran)
+		var buf [64]byte // the key of a usual shape: no allocation to look it up
+		key := planKey(buf[:0], shape, elemSize, fortran)
 		mu.Lock()
 		got, ok := known[string(key)]
 		mu.Unlock()
@@ -52,10 +53,9 @@ func cachePlans(job *pipeline.Options) {
 	}
 }
 
-// planKey is what a plan depends on besides the job: the shape, the
-// element size and the order, as bytes.
-func planKey(shape []int, elemSize int, fortran bool) []byte {
-	key := make([]byte, 0, 8*len(shape)+8)
+// planKey appends to key what a plan depends on besides the job: the
+// shape, the element size and the order, as bytes.
+func planKey(key []byte, shape []int, elemSize int, fortran bool) []byte {
 	for _, d := range shape {
 		key = strconv.AppendInt(key, int64(d), 10)
 		key = append(key, ',')

@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,12 +19,17 @@ import (
 type compareFlags struct {
 	rtol, atol []string // [NAME:]value, repeatable
 	stat       string
-	quantile   float64
-	diffImage  string
-	junit      string
-	json       bool
-	threads    int
-	maxReport  int
+	// compareFunc is --compare-func; thresholds holds each function's
+	// threshold flag ([NAME:]value, repeatable), by function.
+	compareFunc string
+	thresholds  map[string]*[]string
+	infEqual    bool
+	quantile    float64
+	diffImage   string
+	junit       string
+	json        bool
+	threads     int
+	maxReport   int
 	inputFlags
 }
 
@@ -66,8 +74,19 @@ the work and the report does not depend on their number.
 Containers (` + containerList() + `: a tar shard by its tensor members) are compared
 member by member, matched by name; a member only one side has makes them
 different. Two directories are compared file by file, paired by relative
-path, a file only one side has being a difference. Tolerances may be given per member, as Polygraphy's:
---atol out0:1e-5 --atol 1e-3 (1e-5 for out0, 1e-3 for the rest).
+path, a file only one side has being a difference. A directory against a
+container pairs golden/out0.npy with
+the member out0. Tolerances may be given per member, as Polygraphy's:
+--atol out0:1e-5 --atol 1e-3 (1e-5 for out0, 1e-3 for the rest; a plain
+file logits.npy is the member logits). A name no pair has is an error; so
+is a file with a tensor extension that cannot be read, and two inputs
+with nothing to compare.
+
+--compare-func l2|cosine-similarity|psnr|snr|indices compares as
+Polygraphy's functions do, against --l2-tolerance, --cosine-similarity-
+threshold, --psnr-tolerance, --snr-tolerance or --index-tolerance
+([NAME:]V, Polygraphy's defaults). A pair that fails says which
+tolerances would have passed it ("required tolerances").
 
 With one argument, a Polygraphy RunResults file of several runners
 (polygraphy run --onnxrt --trt --save-outputs out.json), every runner is
@@ -115,59 +134,26 @@ output carries the text or --json report.`,
 			if len(args) == 1 || len(args) == 2 {
 				return nil
 			}
-			return fmt.Errorf("compare needs two inputs, A (the reference) and B, or one file of several runs, got %d argument(s) (see '%s --help')", len(args), cmd.CommandPath())
+			err := fmt.Errorf("compare needs two inputs, A (the reference) and B, or one file of several runs, got %d argument(s) (see '%s --help')", len(args), cmd.CommandPath())
+			f.junitOnError(args, err)
+			return err
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			job, err := f.job(cmd, args, s)
-			if err != nil {
-				return err
+			err := f.run(cmd, args, s)
+			if err != nil && !errors.Is(err, errDifferent) {
+				// Names (of members, of files) are shown escaped: the
+				// error stays one line, and no control sequence reaches
+				// the terminal.
+				err = shownError{err}
 			}
-			var junit *compare.JUnitFile // nil without --junit
-			if f.junit != "" {
-				if junit, err = compare.CreateJUnit(f.junit, *job); err != nil {
-					return err
-				}
-			}
-			var rep interface{ WriteText(io.Writer) error }
-			var equal bool
-			if len(args) == 1 {
-				// One file of several runs (Polygraphy RunResults):
-				// every run against the first.
-				var rr *compare.RunsReport
-				if rr, err = compare.Runs(*job); err == nil {
-					rep, equal = rr, rr.Equal
-				}
-			} else {
-				rep, equal, err = compare.Any(*job)
-			}
-			// The JUnit report is written even when the comparison fails
-			// (an <error>), so that CI never reads a stale one.
-			jerr := junit.Finish(rep, equal, err)
-			if err != nil {
-				return err
-			}
-			if f.json {
-				if jl, ok := rep.(interface{ WriteJSONLines(io.Writer) error }); ok {
-					// Containers and directories: one record per pair and
-					// a summary, as a batch's --json.
-					if err := jl.WriteJSONLines(s.out); err != nil {
-						return err
-					}
-				} else if err := writeJSON(s.out, rep); err != nil {
-					return err
-				}
-			} else if err := rep.WriteText(s.out); err != nil {
-				return err
-			}
-			if jerr != nil {
-				return jerr
-			}
-			if !equal {
-				return errDifferent
-			}
-			return nil
+			return err
 		},
 	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		err = fmt.Errorf("%v (see '%s --help')", err, c.CommandPath())
+		f.junitOnError(nil, err)
+		return err
+	})
 	fl := cmd.Flags()
 	fl.StringArrayVar(&f.rtol, "rtol", nil, "relative tolerance [NAME:]R: compare values with numpy's isclose rule; NAME: for one member of archives (repeatable)")
 	fl.StringArrayVar(&f.atol, "atol", nil, "absolute tolerance [NAME:]A: compare values with numpy's isclose rule; NAME: for one member of archives (repeatable)")
@@ -178,9 +164,71 @@ output carries the text or --json report.`,
 	fl.StringVar(&f.junit, "junit", "", "also write a JUnit XML report to this file, for CI: one test case per member or file pair, a failure for each that differs")
 	fl.IntVar(&f.maxReport, "max-report", compare.DefaultMaxReport, "how many differences to list (the first by index)")
 	fl.IntVarP(&f.threads, "threads", "j", runtime.NumCPU(), "goroutines sharing the work")
+	fl.StringVar(&f.compareFunc, "compare-func", compare.FuncSimple, "how to compare, as Polygraphy's: "+strings.Join(compare.FuncNames(), ", ")+" (simple: --rtol/--atol; the others against their threshold)")
+	f.thresholds = map[string]*[]string{}
+	for _, fn := range compare.FuncNames()[1:] {
+		v := new([]string)
+		f.thresholds[fn] = v
+		fl.StringArrayVar(v, strings.TrimPrefix(compare.ThresholdFlag(fn), "--"), nil,
+			fmt.Sprintf("--compare-func %s's threshold [NAME:]V, NAME: for one member (repeatable; default %v, Polygraphy's)", fn, compare.DefaultThreshold(fn)))
+	}
+	fl.BoolVar(&f.infEqual, "infinities-compare-equal", false, "with --compare-func l2, psnr or snr, the same infinity on both sides is an error of 0, not NaN (simple mode already takes it as equal)")
 	f.inputFlags.register(fl, "compare only the members whose names match, on both sides")
 	registerCompletions(cmd)
 	return cmd
+}
+
+// run is compare's work, once the flags are read.
+func (f *compareFlags) run(cmd *cobra.Command, args []string, s *streams) error {
+	job, err := f.job(cmd, args, s)
+	if err != nil {
+		f.junitOnError(args, err)
+		return err
+	}
+	var junit *compare.JUnitFile // nil without --junit
+	if f.junit != "" {
+		if junit, err = compare.CreateJUnit(f.junit, *job); err != nil {
+			return err
+		}
+	}
+	var rep interface{ WriteText(io.Writer) error }
+	var equal bool
+	if len(args) == 1 {
+		// One file of several runs (Polygraphy RunResults):
+		// every run against the first.
+		var rr *compare.RunsReport
+		if rr, err = compare.Runs(*job); err == nil {
+			rep, equal = rr, rr.Equal
+		}
+	} else {
+		rep, equal, err = compare.Any(*job)
+	}
+	// The JUnit report is written even when the comparison fails
+	// (an <error>), so that CI never reads a stale one.
+	jerr := junit.Finish(rep, equal, err)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		if jl, ok := rep.(interface{ WriteJSONLines(io.Writer) error }); ok {
+			// Containers and directories: one record per pair and
+			// a summary, as a batch's --json.
+			if err := jl.WriteJSONLines(s.out); err != nil {
+				return err
+			}
+		} else if err := writeJSON(s.out, rep); err != nil {
+			return err
+		}
+	} else if err := rep.WriteText(s.out); err != nil {
+		return err
+	}
+	if jerr != nil {
+		return jerr
+	}
+	if !equal {
+		return errDifferent
+	}
+	return nil
 }
 
 func (f *compareFlags) job(cmd *cobra.Command, args []string, s *streams) (*compare.Job, error) {
@@ -207,6 +255,26 @@ func (f *compareFlags) job(cmd *cobra.Command, args []string, s *streams) (*comp
 	}
 	if o.ATol, o.MemberATol, err = parseTolerances("--atol", f.atol); err != nil {
 		return nil, err
+	}
+	o.Func, o.InfEqual = strings.ToLower(f.compareFunc), f.infEqual
+	for fn, vals := range f.thresholds {
+		flag := compare.ThresholdFlag(fn)
+		if len(*vals) == 0 {
+			continue
+		}
+		if fn != o.Func {
+			return nil, fmt.Errorf("%s is the threshold of --compare-func %s, not %s", flag, fn, o.Func)
+		}
+		if o.Threshold, o.MemberThreshold, err = parseTolerances(flag, *vals); err != nil {
+			return nil, err
+		}
+		o.ThresholdSet = slices.ContainsFunc(*vals, func(v string) bool { return !strings.Contains(v, ":") })
+	}
+	if !o.ThresholdSet && o.Func != compare.FuncSimple {
+		o.Threshold = compare.DefaultThreshold(o.Func)
+	}
+	if o.Func != compare.FuncSimple && (len(f.rtol) > 0 || len(f.atol) > 0) {
+		return nil, fmt.Errorf("--rtol and --atol are the tolerances of --compare-func simple, not %s (its threshold is %s)", o.Func, compare.ThresholdFlag(o.Func))
 	}
 	return &compare.Job{A: a, B: b, Options: o}, nil
 }
@@ -240,3 +308,54 @@ func parseTolerances(flag string, vals []string) (def float64, member map[string
 	}
 	return def, member, nil
 }
+
+// junitOnError replaces the --junit report with one that records err, for
+// a run that failed before it compared anything (a flag, an argument, a
+// tolerance it cannot read): a CI job then never reads the last run's
+// report as this one's. After a flag error the flags that follow it are
+// not read, so --junit is looked for among the arguments themselves.
+func (f *compareFlags) junitOnError(args []string, err error) {
+	path := f.junit
+	if path == "" {
+		path = junitArg(os.Args[1:])
+	}
+	if path == "" || path == "-" {
+		return
+	}
+	var job compare.Job
+	if len(args) > 0 {
+		job.A.Path = args[0]
+	}
+	if len(args) > 1 {
+		job.B.Path = args[1]
+	}
+	if jf, cerr := compare.CreateJUnit(path, job); cerr == nil {
+		_ = jf.Finish(nil, false, err) // the run's error is the one to report
+	}
+}
+
+// junitArg is the value of the last --junit among command-line arguments
+// (--junit F or --junit=F, before a "--"), or "".
+func junitArg(args []string) string {
+	path := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return path
+		case a == "--junit" && i+1 < len(args):
+			path = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--junit="):
+			path = strings.TrimPrefix(a, "--junit=")
+		}
+	}
+	return path
+}
+
+// shownError is an error whose message shows control characters and
+// bytes that are not UTF-8 escaped (compare.Escaped).
+type shownError struct{ err error }
+
+func (e shownError) Error() string { return compare.Escaped(e.err.Error()) }
+func (e shownError) Unwrap() error { return e.err }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/depthspace/depthspace/internal/format"
@@ -57,7 +58,9 @@ func (f *inputFlags) source(src *pipeline.Source) error {
 // what to write, for the commands that write tensors.
 type formatFlags struct {
 	inputFlags
-	to string
+	storeFlags
+	to      string
+	renames []string
 }
 
 // memberWork is --member's help on the commands that write tensors.
@@ -67,12 +70,17 @@ const memberWork = "work on the members whose names match; the others are copied
 // by default ("-o's", "OUTPUT's").
 func (f *formatFlags) register(fl *pflag.FlagSet, output string) {
 	f.inputFlags.register(fl, memberWork)
+	f.storeFlags.register(fl)
 	fl.StringVar(&f.to, "to", "", "output format: "+format.Either(format.Names(format.Writable))+" (default: by "+output+" extension, else the input's format)")
+	fl.StringArrayVar(&f.renames, "rename-member", nil, `FROM=TO: the member FROM is named TO in the output (repeatable); either side may be a Go-quoted string, "a\x00b", as error lines print names`)
 }
 
 // apply sets the formats, dtype, shape and members of a job.
 func (f *formatFlags) apply(opts *pipeline.Options) error {
 	if err := f.inputFlags.source(&opts.Source); err != nil {
+		return err
+	}
+	if err := f.storeFlags.apply(opts); err != nil {
 		return err
 	}
 	if f.to != "" {
@@ -85,7 +93,63 @@ func (f *formatFlags) apply(opts *pipeline.Options) error {
 		}
 		opts.To = k
 	}
+	for _, r := range f.renames {
+		from, to, err := parseRename(r)
+		if err != nil {
+			return err
+		}
+		if opts.Rename == nil {
+			opts.Rename = make(map[string]string)
+		}
+		if _, dup := opts.Rename[from]; dup {
+			return fmt.Errorf("--rename-member %q: %q is renamed twice", r, from)
+		}
+		opts.Rename[from] = to
+	}
 	return nil
+}
+
+// parseRename reads a --rename-member value, FROM=TO. A side that starts
+// with a double quote is a Go-quoted string (strconv.Unquote), so that a
+// name holding "=", a NUL, a control character or bytes that are not
+// UTF-8 can be given exactly as an error line printed it; a plain FROM
+// ends at the first "=", a plain TO is the rest.
+func parseRename(v string) (from, to string, err error) {
+	bad := func(why string) (string, string, error) {
+		return "", "", fmt.Errorf("--rename-member %q: %s; want FROM=TO, either side plain or Go-quoted (\"a\\x00b\"=ab)", v, why)
+	}
+	from, rest, ok := renameSide(v, "=")
+	if !ok {
+		return bad("FROM is not a complete quoted string")
+	}
+	if !strings.HasPrefix(rest, "=") {
+		return bad("no = after FROM")
+	}
+	to, rest, ok = renameSide(rest[1:], "")
+	if !ok || rest != "" {
+		return bad("TO is not one complete quoted string")
+	}
+	return from, to, nil
+}
+
+// renameSide is the name at the start of s, quoted or plain (up to end,
+// or all of s when end is ""), and what follows it.
+func renameSide(s, end string) (name, rest string, ok bool) {
+	if strings.HasPrefix(s, `"`) {
+		q, err := strconv.QuotedPrefix(s)
+		if err != nil {
+			return "", "", false
+		}
+		name, _ = strconv.Unquote(q)
+		return name, s[len(q):], true
+	}
+	if end == "" {
+		return s, "", true
+	}
+	if i := strings.Index(s, end); i >= 0 {
+		return s[:i], s[i:], true
+	}
+	return s, "", true
 }
 
 // formatList is the registered formats for prose: "npy, raw, json, ...

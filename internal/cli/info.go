@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/depthspace/depthspace/internal/compare"
 	"github.com/depthspace/depthspace/internal/format"
 	"github.com/depthspace/depthspace/internal/ops"
 	"github.com/depthspace/depthspace/internal/pipeline"
@@ -113,7 +114,7 @@ func runInfo(f *infoFlags, args []string, s *streams) error {
 		if failed != nil {
 			fmt.Fprintln(s.err, "depthspace: "+oneLine(failed.Error()))
 		}
-		failed = err
+		failed = shownError{err} // a name with a newline or an ESC: still one line
 		msg := err
 		var pe *pipeline.PathError
 		if errors.As(err, &pe) {
@@ -200,6 +201,9 @@ func writeInfoLine(tw io.Writer, in *pipeline.Info) {
 	if in.Name != "" {
 		name += ":" + in.Name
 	}
+	// Escaped (%q) when it holds a tab, a newline or any other control:
+	// the row stays one row and its columns stay aligned.
+	name = compare.Name(name)
 	kind := in.Format
 	if in.NpyVersion != "" && !format.IsContainer(format.Kind(in.Format)) {
 		kind += " " + in.NpyVersion
@@ -226,8 +230,8 @@ func writeJSON(w io.Writer, v any) error {
 //	  ...
 func writeInfo(w io.Writer, in *pipeline.Info) error {
 	var b strings.Builder
-	name := in.Path
-	if name == "-" {
+	name := compare.Name(in.Path)
+	if in.Path == "-" {
 		name = "stdin"
 	}
 	if in.Name != "" {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"archive/zip"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
@@ -36,6 +37,7 @@ func TestScripts(t *testing.T) {
 			"writenpy": cmdWriteNpy,
 			"truncate": cmdTruncate,
 			"mkst":     cmdMkSafetensors,
+			"mknpz":    cmdMkNpz,
 		},
 		RequireExplicitExec: true,
 		// Under -race every exiting process sleeps 1 s by default
@@ -193,4 +195,30 @@ func cmdMkSafetensors(ts *testscript.TestScript, neg bool, args []string) {
 	var n [8]byte
 	binary.LittleEndian.PutUint64(n[:], uint64(len(h)))
 	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(string(n[:])+h+data), 0o644))
+}
+
+// mknpz OUT NAME=FILE... writes an npz archive (stored, as numpy.savez)
+// whose member NAME.npy holds FILE's bytes; a NAME may hold any bytes
+// given as Go string escapes ("a\x1bb").
+func cmdMkNpz(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: mknpz out.npz name=file...")
+	}
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	for _, a := range args[1:] {
+		name, file, ok := strings.Cut(a, "=")
+		if !ok {
+			ts.Fatalf("mknpz: %q is not NAME=FILE", a)
+		}
+		if u, err := strconv.Unquote(`"` + name + `"`); err == nil {
+			name = u
+		}
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: name + ".npy", Method: zip.Store})
+		ts.Check(err)
+		_, err = w.Write([]byte(ts.ReadFile(file)))
+		ts.Check(err)
+	}
+	ts.Check(zw.Close())
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), b.Bytes(), 0o644))
 }

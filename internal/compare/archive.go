@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/depthspace/depthspace/internal/pipeline"
@@ -21,6 +23,9 @@ type ArchiveReport struct {
 	// the archives different.
 	OnlyA []string `json:"only_in_a"`
 	OnlyB []string `json:"only_in_b"`
+	// what the two inputs are, for the verdict line: "archives", or a
+	// directory and a container.
+	what string
 }
 
 // MarshalJSON adds the two paths as the single-tensor report has them.
@@ -61,10 +66,10 @@ func Archives(j Job, a, b []*pipeline.Tensor) (*ArchiveReport, error) {
 		ta.Release()
 		tb.Release()
 		if err != nil {
-			return nil, &pipeline.PathError{Path: fmt.Sprintf("%s and %s, member %s", j.A.Path, j.B.Path, ta.Name), Err: err}
+			return nil, &pipeline.PathError{Path: fmt.Sprintf("%s and %s, member %s", Name(j.A.Path), Name(j.B.Path), Name(ta.Name)), Err: err}
 		}
-		r.A.Path, r.A.Format = j.A.Path+":"+ta.Name, string(ta.Kind)
-		r.B.Path, r.B.Format = j.B.Path+":"+tb.Name, string(tb.Kind)
+		r.A.Path, r.A.Format = j.memberPath(j.A.Path, ta), string(ta.Kind)
+		r.B.Path, r.B.Format = j.memberPath(j.B.Path, tb), string(tb.Kind)
 		r.elapsed = time.Since(start)
 		rep.Members = append(rep.Members, r)
 		rep.names = append(rep.names, ta.Name)
@@ -97,9 +102,22 @@ func (r *ArchiveReport) WriteText(w io.Writer) error {
 	if !r.Equal {
 		verdict = "differ"
 	}
-	fmt.Fprintf(&b, "archives %s and %s %s (%d members compared)\n", r.A, r.B, verdict, len(r.Members))
+	what := r.what
+	if what == "" {
+		what = "archives"
+	}
+	fmt.Fprintf(&b, "%s %s and %s %s (%d members compared)\n", what, Name(r.A), Name(r.B), verdict, len(r.Members))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// memberPath is how a report names a member: the file it came from (a
+// directory's), else the container's path and its name.
+func (j Job) memberPath(container string, t *pipeline.Tensor) string {
+	if p, ok := j.paths[t]; ok {
+		return p
+	}
+	return container + ":" + t.Name
 }
 
 // forMember is o with the tolerances given for the member name, where
@@ -111,38 +129,90 @@ func (o Options) forMember(name string) Options {
 	if v, ok := o.MemberATol[name]; ok {
 		o.ATol = v
 	}
+	if v, ok := o.MemberThreshold[name]; ok {
+		o.Threshold = v
+	}
 	return o
 }
 
 // checkMemberNames refuses a per-member tolerance that names no member of
 // either input: a misspelt name would silently fall back to the default.
 func checkMemberNames(o Options, a, b []*pipeline.Tensor) error {
-	have := map[string]bool{}
-	var names []string
-	for _, t := range append(append([]*pipeline.Tensor{}, a...), b...) {
-		if t.Name != "" && !have[t.Name] {
-			have[t.Name] = true
-			names = append(names, t.Name)
+	ns := newNameSet()
+	ns.add(a, b)
+	return ns.check(o, "member", "members")
+}
+
+// nameSet is the names of the members (or files) compared, in the order
+// first met; a directory's pairs add theirs from several workers.
+type nameSet struct {
+	mu    sync.Mutex
+	have  map[string]bool
+	names []string
+}
+
+func newNameSet() *nameSet { return &nameSet{have: map[string]bool{}} }
+
+func (n *nameSet) add(sides ...[]*pipeline.Tensor) {
+	for _, ts := range sides {
+		for _, t := range ts {
+			n.addName(t.Name)
 		}
 	}
-	for flag, m := range map[string]map[string]float64{"--rtol": o.MemberRTol, "--atol": o.MemberATol} {
-		for name := range m {
-			if !have[name] {
-				list := "they have no named members"
-				if len(names) > 0 {
-					list = "members: " + strings.Join(names, ", ")
-				}
-				return fmt.Errorf("%s %s:…: no member of either input is called %q (%s)", flag, name, name, list)
+}
+
+func (n *nameSet) addName(name string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if name != "" && !n.have[name] {
+		n.have[name] = true
+		n.names = append(n.names, name)
+	}
+}
+
+// check refuses a per-member tolerance (--atol NAME:A, or a compare
+// function's threshold) for a name none of the pairs has; what says what
+// the names are of ("member", "member or file"), and list how a list of
+// them is introduced.
+func (n *nameSet) check(o Options, what, list string) error {
+	for _, m := range o.memberFlags() {
+		for _, name := range sortedKeys(m.values) {
+			if n.have[name] {
+				continue
 			}
+			have := "they have no named members"
+			if len(n.names) > 0 {
+				quoted := make([]string, len(n.names))
+				for i, x := range n.names {
+					quoted[i] = Name(x)
+				}
+				have = list + ": " + strings.Join(quoted, ", ")
+			}
+			return fmt.Errorf("%s %s:…: no %s of either input is called %q (%s)", m.flag, Name(name), what, name, have)
 		}
 	}
 	return nil
 }
 
+// sortedKeys lists a map's keys in order, so that the first error is
+// always the same one.
+func sortedKeys(m map[string]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
 // writeOnly names what only side has, when it has anything.
 func writeOnly(b *strings.Builder, side string, only []string) {
 	if len(only) > 0 {
-		fmt.Fprintf(b, "only in %s: %s\n", side, strings.Join(only, ", "))
+		shown := make([]string, len(only))
+		for i, n := range only {
+			shown[i] = Name(n)
+		}
+		fmt.Fprintf(b, "only in %s: %s\n", Name(side), strings.Join(shown, ", "))
 	}
 }
 

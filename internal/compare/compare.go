@@ -44,9 +44,34 @@ type Options struct {
 	// DiffImage, when set, is the path of a PNG heat map of |B−A| over
 	// the two last axes (diffimage.go) written for a pair of tensors.
 	DiffImage string
+	// Func is the compare function (--compare-func, metrics.go): "" or
+	// "simple" for the tolerances above, else one of Polygraphy's other
+	// functions, whose threshold is Threshold (MemberThreshold per
+	// member; ThresholdSet when the default was given, not Polygraphy's).
+	Func            string
+	Threshold       float64
+	MemberThreshold map[string]float64
+	ThresholdSet    bool
+	// InfEqual (--infinities-compare-equal) makes B−A 0 where both are
+	// the same infinity, in the metrics of l2, psnr and snr, as
+	// Polygraphy's flag does for its absolute error (simple mode already
+	// takes an infinity to equal the same one, numpy's isclose rule).
+	InfEqual bool
 	// MaxReport is how many differences are listed (the first by index).
 	MaxReport int
 	Threads   int
+
+	// names, when set, collects the names of a directory's pairs, whose
+	// per-member tolerances are checked once, against every pair, rather
+	// than pair by pair.
+	names *nameSet
+	// stem is the name of a file holding one unnamed tensor (a plain
+	// .npy): its path in the directory without the extension, so that
+	// --atol logits:A applies to a directory's logits.npy.
+	stem string
+	// paths, when set, is the file each member of a directory compared
+	// with a container came from, for the reports.
+	paths map[*pipeline.Tensor]string
 }
 
 // DefaultMaxReport is how many differences a report lists unless told.
@@ -107,6 +132,16 @@ type Report struct {
 	// the |B−A| its white stands for.
 	DiffImage    string `json:"diff_image,omitempty"`
 	DiffImageMax *Float `json:"diff_image_max,omitempty"`
+	// CompareFunc, Metric and Threshold are present with a compare
+	// function other than simple: its name, its metric (the index
+	// tolerance the pair needs, for indices) and the threshold it was
+	// held to (metrics.go).
+	CompareFunc string   `json:"compare_func,omitempty"`
+	Metric      *Float   `json:"metric,omitempty"`
+	Threshold   *float64 `json:"threshold,omitempty"`
+	// Required is present when the pair failed and tolerances exist that
+	// would have passed it (Polygraphy's "Minimum Required Tolerance").
+	Required *Required `json:"required_tolerances,omitempty"`
 	// First lists the first MaxReport differing elements, by index.
 	First []Difference `json:"first"`
 	// elapsed is how long a member pair of archives took (--junit).
@@ -148,6 +183,9 @@ func sameType(a, b format.DType) bool {
 }
 
 func check(o *Options) error {
+	if err := checkFunc(o); err != nil {
+		return err
+	}
 	if o.Tolerant {
 		if math.IsNaN(o.RTol) || o.RTol < 0 {
 			return fmt.Errorf("--rtol %v must be a number >= 0", o.RTol)
@@ -203,8 +241,21 @@ func Tensors(a, b Tensor, o Options) (*Report, error) {
 	if err := check(&o); err != nil {
 		return nil, err
 	}
+	fn := o.Func
+	if fn == FuncSimple {
+		fn = ""
+	}
+	if fn != "" {
+		// The metrics compare values, of any numeric types; the scan
+		// lists the elements whose values differ.
+		o.Tolerant, o.RTol, o.ATol = true, 0, 0
+	}
 	rep := &Report{A: describe(a), B: describe(b), Mode: "exact", First: []Difference{}}
-	if o.Tolerant {
+	if fn != "" {
+		rep.Mode, rep.CompareFunc = fn, fn
+		thr := o.Threshold
+		rep.Threshold = &thr
+	} else if o.Tolerant {
 		rep.Mode = "isclose"
 		rtol, atol := o.RTol, o.ATol
 		rep.RTol, rep.ATol = &rtol, &atol
@@ -226,9 +277,16 @@ func Tensors(a, b Tensor, o Options) (*Report, error) {
 	s := newScanner(a, b, n)
 	s.tolerant, s.rtol, s.atol, s.maxReport = o.Tolerant, o.RTol, o.ATol, o.MaxReport
 	s.numeric = ra.numeric() && rb.numeric()
-	if s.numeric && s.contig && !s.tiled && n > 0 {
+	switch {
+	case s.numeric && s.contig && !s.tiled && n > 0 && fn == "": // the statistics' sums
 		s.parts = make([]meanPart, (n+statsChunk-1)/statsChunk)
 		s.equal = make([]uint64, (n+64*batch-1)/(64*batch))
+	case fn != "" && fn != FuncIndices && s.contig && !s.tiled && n > 0 && ra.class != complexClass && rb.class != complexClass:
+		s.msums = make([]metricSums, (n+statsChunk-1)/statsChunk)
+		for i := range s.msums {
+			s.msums[i] = newMetricSums()
+		}
+		s.infEqual = o.InfEqual
 	}
 	t, err := s.run(o.Threads)
 	if err != nil {
@@ -242,9 +300,22 @@ func Tensors(a, b Tensor, o Options) (*Report, error) {
 	if o.Stat != "" {
 		rep.CheckErrorStat = o.Stat
 	}
-	if s.numeric {
-		if err := s.statistics(t, o, rep); err != nil {
+	switch {
+	case fn != "" && !s.numeric:
+		return nil, fmt.Errorf("--compare-func %s compares numbers, not %s", fn, a.DType.Name())
+	case fn != "":
+		if err := s.decideByMetric(fn, o, rep); err != nil {
 			return nil, err
+		}
+	case s.numeric:
+		st, err := s.statistics(t, o, rep)
+		if err != nil {
+			return nil, err
+		}
+		if !rep.Equal {
+			if err := s.required(t, o, rep, st); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if s.numeric {
@@ -352,11 +423,11 @@ func Any(j Job) (result interface {
 		}
 		return rep, rep.Equal, nil
 	case da || db:
-		dir, file := j.A.Path, j.B.Path
-		if db {
-			dir, file = file, dir
+		rep, err := DirContainer(j)
+		if err != nil {
+			return nil, false, err
 		}
-		return nil, false, &pipeline.PathError{Path: dir, Err: fmt.Errorf("is a directory and %s is not: compare two directories (file by file) or two files", file)}
+		return rep, rep.Equal, nil
 	}
 	return anyFiles(j)
 }
@@ -387,7 +458,12 @@ func anyFiles(j Job) (result interface {
 		return nil, false, err
 	}
 	defer closeAll(bs)
-	if err := checkMemberNames(j.Options, as, bs); err != nil {
+	if len(as) == 0 && len(bs) == 0 {
+		return nil, false, fmt.Errorf("%s and %s hold no tensors: nothing to compare", Name(displayPath(j.A.Path)), Name(displayPath(j.B.Path)))
+	}
+	if j.names != nil {
+		j.names.add(as, bs)
+	} else if err := checkMemberNames(j.Options, as, bs); err != nil {
 		return nil, false, err
 	}
 	if j.DiffImage != "" && (len(as) > 1 || len(bs) > 1) {
@@ -396,6 +472,8 @@ func anyFiles(j Job) (result interface {
 	if len(as) == 1 && len(bs) == 1 {
 		if as[0].Name != "" {
 			j.Options = j.Options.forMember(as[0].Name)
+		} else if j.stem != "" {
+			j.Options = j.Options.forMember(j.stem)
 		}
 		rep, err := tensors(j, as[0], bs[0])
 		if err != nil {
@@ -448,4 +526,19 @@ func tensors(j Job, ta, tb *pipeline.Tensor) (*Report, error) {
 	rep.A.Path, rep.A.Format = j.A.Path, string(ta.Kind)
 	rep.B.Path, rep.B.Format = j.B.Path, string(tb.Kind)
 	return rep, nil
+}
+
+// memberFlag is one flag's per-member values (--atol NAME:A, …).
+type memberFlag struct {
+	flag   string
+	values map[string]float64
+}
+
+// memberFlags are the flags whose values may be given per member.
+func (o Options) memberFlags() []memberFlag {
+	flags := []memberFlag{{"--rtol", o.MemberRTol}, {"--atol", o.MemberATol}}
+	if f := ThresholdFlag(o.Func); f != "" {
+		flags = append(flags, memberFlag{f, o.MemberThreshold})
+	}
+	return flags
 }

@@ -462,6 +462,7 @@ func TestWriteText(t *testing.T) {
 max abs diff 0.5 at [0, 0, 1]
 max rel diff 0.25 at [0, 0, 1]
 mean abs diff 0.16666666666666666, median abs diff 0; 2 mismatching (0.5 of the elements)
+required tolerances (elemwise error, either alone): [atol=0.5] OR [rtol=0.25]
 first 1 of 2 differences (index: a vs b):
   [0, 0, 1]: 2 vs 2.5
 `

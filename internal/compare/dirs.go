@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/depthspace/depthspace/internal/format"
 	"github.com/depthspace/depthspace/internal/pipeline"
 	"github.com/depthspace/depthspace/internal/walk"
 )
@@ -98,6 +100,18 @@ func Dirs(j Job) (*DirReport, error) {
 			rep.OnlyB = append(rep.OnlyB, f.Rel)
 		}
 	}
+	if len(la) == 0 && len(lb) == 0 {
+		return nil, fmt.Errorf("%s and %s hold no tensor files: nothing to compare", j.A.Path, j.B.Path)
+	}
+	// Per-member tolerances are checked against every pair at once: a
+	// name that one pair lacks is the default's there (SPEC, compare: one
+	// rule in every mode), a name no pair has is an error.
+	names := newNameSet()
+	for _, l := range [][]walk.File{la, lb} {
+		for _, f := range l {
+			names.addName(stem(f.Rel))
+		}
+	}
 	rep.Files = make([]DirFile, len(pairs))
 	errs := make([]error, len(pairs))
 	// The cores go to files, one each: thousands of small pairs are the
@@ -117,14 +131,11 @@ func Dirs(j Job) (*DirReport, error) {
 				pj := j
 				pj.A.Path, pj.B.Path = pairs[i].a.Path, pairs[i].b.Path
 				pj.Threads = 1
+				pj.names, pj.stem = names, stem(pairs[i].a.Rel)
 				start := time.Now()
 				res, equal, err := anyFiles(pj)
 				if err != nil {
-					// Not tensors (a WebDataset label, a .json of
-					// metadata): compared as cmp would, byte for byte.
-					var br *BytesReport
-					br, err = compareBytes(pj.A.Path, pj.B.Path, err)
-					res, equal = br, br != nil && br.Equal
+					res, equal, err = notTensors(pj, err)
 				}
 				rep.Files[i] = DirFile{Rel: pairs[i].a.Rel, Equal: equal, Result: res, elapsed: time.Since(start)}
 				errs[i] = err
@@ -132,7 +143,12 @@ func Dirs(j Job) (*DirReport, error) {
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	for _, err := range errs {
+		if err != nil {
+			return nil, err // the first in path order: one line
+		}
+	}
+	if err := names.check(j.Options, "member or file", "names"); err != nil {
 		return nil, err
 	}
 	for _, f := range rep.Files {
@@ -141,6 +157,70 @@ func Dirs(j Job) (*DirReport, error) {
 	rep.Equal = rep.Equal && len(rep.OnlyA) == 0 && len(rep.OnlyB) == 0
 	return rep, nil
 }
+
+// stem is a file's name as a member: its relative path without the
+// extension (golden/sub/out0.npy is sub/out0).
+func stem(rel string) string {
+	return strings.TrimSuffix(rel, path.Ext(rel))
+}
+
+// notTensors decides a pair of a directory that failed to load (why):
+// files with no tensor format (a .json of metadata beside the tensors)
+// are compared byte for byte; any other file that cannot be read is an
+// error, never compared as bytes (SPEC, compare).
+func notTensors(j Job, why error) (result interface{ WriteText(io.Writer) error }, equal bool, err error) {
+	ta, tb := tensorless(j.A.Path), tensorless(j.B.Path)
+	switch {
+	case ta && tb:
+		br, err := compareBytes(j.A.Path, j.B.Path, why)
+		if err != nil {
+			return nil, false, err
+		}
+		return br, br.Equal, nil
+	case ta || tb:
+		// One side is not a tensor: the pair differs, if the other side
+		// is a tensor that can be read.
+		tensor, other := j.B, j.A.Path
+		if tb {
+			tensor, other = j.A, j.B.Path
+		}
+		tensor.Deferred = true
+		ts, err := loadPicked(tensor)
+		if err != nil {
+			return nil, false, err
+		}
+		closeAll(ts)
+		return &BytesReport{A: j.A.Path, B: j.B.Path, Reason: other + " is not a tensor, " + tensor.Path + " is"}, false, nil
+	}
+	return nil, false, why
+}
+
+// tensorless says whether a file of a directory has no tensor format
+// although its extension is one a tensor may have: its format says the
+// file is metadata (format.Format.Metadata: a JSON object naming none of
+// a tensor's keys, as WebDataset keeps beside its samples), and no other
+// format claims its content.
+func tensorless(name string) bool {
+	f := format.Lookup(format.KindByExtension(name))
+	if f == nil || f.Metadata == nil {
+		return false
+	}
+	file, err := os.Open(name)
+	if err != nil {
+		return false
+	}
+	defer file.Close()
+	// Metadata is small; a larger file is taken as a tensor (and its
+	// error stands).
+	data, err := io.ReadAll(io.LimitReader(file, maxMetadata+1))
+	if err != nil || len(data) > maxMetadata || format.Detect(name, data) != f.Kind {
+		return false
+	}
+	return f.Metadata(data)
+}
+
+// maxMetadata is the largest .json tensorless reads.
+const maxMetadata = 1 << 20
 
 // WriteText prints the report of each pair that differs (a directory of
 // thousands of equal pairs would drown them; --json has every pair), the
@@ -168,7 +248,7 @@ func (r *DirReport) WriteText(w io.Writer) error {
 		verdict = "differ"
 	}
 	fmt.Fprintf(&b, "directories %s and %s %s (%d file pairs compared, %d different, %d only in a, %d only in b)\n",
-		r.A, r.B, verdict, len(r.Files), different, len(r.OnlyA), len(r.OnlyB))
+		Name(r.A), Name(r.B), verdict, len(r.Files), different, len(r.OnlyA), len(r.OnlyB))
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -241,7 +321,7 @@ func (r *BytesReport) WriteText(w io.Writer) error {
 	if !r.Equal {
 		verdict = "differ in their bytes"
 	}
-	_, err := fmt.Fprintf(w, "%s and %s %s (not compared as tensors: %s)\n", r.A, r.B, verdict, r.Reason)
+	_, err := fmt.Fprintf(w, "%s and %s %s (not compared as tensors: %s)\n", Name(r.A), Name(r.B), verdict, Name(r.Reason))
 	return err
 }
 
@@ -256,4 +336,125 @@ func (r *DirReport) WriteJSONLines(w io.Writer) error {
 			Report any    `json:"report"`
 		}{f.Rel, f.Equal, f.Result}, f.Equal
 	}, Summary{A: r.A, B: r.B, Equal: r.Equal, OnlyA: r.OnlyA, OnlyB: r.OnlyB})
+}
+
+// DirContainer compares a directory with a container (npz, safetensors,
+// a tar shard, a Polygraphy file), either way round, as two containers
+// are: the directory's tensor files are its members. Files and members
+// are paired by name without a tensor extension (golden/out0.npy pairs
+// with member out0, golden/sub/out0.npy with sub/out0, and a shard's
+// 000001.input.npy with 000001.input.npy); a file that holds several
+// tensors (an npz) gives members named FILE/MEMBER.
+func DirContainer(j Job) (*ArchiveReport, error) {
+	dirA := isDir(j.A.Path)
+	dir, file := j.A, j.B
+	if !dirA {
+		dir, file = file, dir
+	}
+	paths := map[*pipeline.Tensor]string{}
+	dms, err := dirMembers(dir, paths)
+	defer closeAll(dms)
+	if err != nil {
+		return nil, err
+	}
+	file.Deferred = true
+	fms, err := loadPicked(file)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll(fms)
+	if len(fms) == 1 && fms[0].Name == "" {
+		return nil, &pipeline.PathError{Path: Name(dir.Path), Err: fmt.Errorf("is a directory and %s one tensor: compare a directory with a container (npz, safetensors, tar, Polygraphy) or with another directory", Name(displayPath(file.Path)))}
+	}
+	if err := memberKeys(file.Path, fms); err != nil {
+		return nil, err
+	}
+	as, bs := dms, fms
+	if !dirA {
+		as, bs = fms, dms
+	}
+	if len(as) == 0 && len(bs) == 0 {
+		return nil, fmt.Errorf("%s and %s hold no tensors: nothing to compare", j.A.Path, j.B.Path)
+	}
+	if err := checkMemberNames(j.Options, as, bs); err != nil {
+		return nil, err
+	}
+	j.paths = paths
+	rep, err := Archives(j, as, bs)
+	if err != nil {
+		return nil, err
+	}
+	rep.what = "directory and container"
+	if !dirA {
+		rep.what = "container and directory"
+	}
+	return rep, nil
+}
+
+// dirMembers loads the tensor files under the directory src names as the
+// members of a container (see DirContainer); paths records the file each
+// came from.
+func dirMembers(src pipeline.Source, paths map[*pipeline.Tensor]string) ([]*pipeline.Tensor, error) {
+	files, err := tensorFiles(src.Path)
+	if err != nil {
+		return nil, err
+	}
+	globs := src.Members
+	var out []*pipeline.Tensor
+	from := map[string]string{} // member name: the file it came from
+	for _, f := range files {
+		if tensorless(f.Path) {
+			continue // metadata, not a tensor
+		}
+		s := src
+		s.Path, s.Deferred, s.Members = f.Path, true, nil
+		ts, err := pipeline.LoadAll(s)
+		if err != nil {
+			return out, err
+		}
+		base := stem(f.Rel)
+		for _, t := range ts {
+			if t.Name == "" {
+				t.Name = base
+			} else {
+				t.Name = base + "/" + strings.TrimSuffix(t.Name, tensorExt(t.Name))
+			}
+			if len(globs) > 0 && !matches(globs, t.Name) {
+				t.Close()
+				continue
+			}
+			if prev, ok := from[t.Name]; ok {
+				out = append(out, t)
+				return out, &pipeline.PathError{Path: src.Path, Err: fmt.Errorf("%s and %s are both member %s: rename one", Name(prev), Name(f.Rel), Name(t.Name))}
+			}
+			from[t.Name] = f.Rel
+			paths[t] = f.Path
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// memberKeys names a container's members as DirContainer pairs them:
+// without a tensor extension (a shard's 000001.input.npy is
+// 000001.input); two members that become one name are an error.
+func memberKeys(path string, ts []*pipeline.Tensor) error {
+	seen := map[string]string{}
+	for _, t := range ts {
+		key := strings.TrimSuffix(t.Name, tensorExt(t.Name))
+		if prev, ok := seen[key]; ok {
+			return &pipeline.PathError{Path: displayPath(path), Err: fmt.Errorf("members %s and %s pair with the same file %s: compare them as two containers", Name(prev), Name(t.Name), Name(key))}
+		}
+		seen[key] = t.Name
+		t.Name = key
+	}
+	return nil
+}
+
+// tensorExt is name's extension when it is a tensor format's, else "".
+func tensorExt(name string) string {
+	if format.KindByExtension(name) == "" {
+		return ""
+	}
+	return path.Ext(name)
 }

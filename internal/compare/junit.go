@@ -108,6 +108,9 @@ func WriteJUnit(w io.Writer, run JUnitRun, result interface{ WriteText(io.Writer
 	}
 	// The single pair, or a run that failed, is named after A's file.
 	single := filepath.Base(run.A.Path)
+	if run.A.Path == "" { // a run refused before it had inputs (a flag error)
+		single = "compare"
+	}
 	if runErr != nil {
 		result = nil
 	}
@@ -254,9 +257,12 @@ func junitOnly(name, what, side, path, other, otherPath string) *junitProblem {
 func junitProps(run JUnitRun) []junitProperty {
 	p := []junitProperty{{"a", run.A.Path}, {"b", run.B.Path}}
 	o := run.Options
-	if !o.Tolerant {
+	switch {
+	case o.Func != "" && o.Func != FuncSimple:
+		p = append(p, junitProperty{"mode", o.Func})
+	case !o.Tolerant:
 		p = append(p, junitProperty{"mode", "exact"})
-	} else {
+	default:
 		p = append(p, junitProperty{"mode", "isclose"},
 			junitProperty{"rtol", numText(o.RTol)}, junitProperty{"atol", numText(o.ATol)})
 		for _, m := range []struct {
@@ -271,6 +277,15 @@ func junitProps(run JUnitRun) []junitProperty {
 			for _, n := range names {
 				p = append(p, junitProperty{m.flag + ":" + n, numText(m.tol[n])})
 			}
+		}
+	}
+	if fn := o.Func; fn != "" && fn != FuncSimple {
+		p = append(p, junitProperty{"compare-func", fn}, junitProperty{strings.TrimPrefix(ThresholdFlag(fn), "--"), numText(o.Threshold)})
+		for _, n := range sortedKeys(o.MemberThreshold) {
+			p = append(p, junitProperty{strings.TrimPrefix(ThresholdFlag(fn), "--") + ":" + n, numText(o.MemberThreshold[n])})
+		}
+		if o.InfEqual {
+			p = append(p, junitProperty{"infinities-compare-equal", "true"})
 		}
 	}
 	stat := o.Stat
@@ -307,32 +322,17 @@ func seconds(d time.Duration) string {
 // return, U+FFFE, U+FFFF) become \xNN or \uNNNN, so that a name made of
 // any bytes still reads as what it was. encoding/xml escapes the rest.
 func xmlSafe(s string) string {
-	ok := true
-	for _, r := range s {
-		if r == utf8.RuneError || !xmlChar(r) {
-			ok = false
-			break
-		}
-	}
-	if ok {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
+	return escapeWhere(s, func(r rune) bool { return !xmlChar(r) }, func(b *strings.Builder, c string) {
+		r, n := utf8.DecodeRuneInString(c)
 		switch {
 		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case !xmlChar(r) && r < 0x100:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case !xmlChar(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
+			fmt.Fprintf(b, `\x%02x`, c[0])
+		case r < 0x100:
+			fmt.Fprintf(b, `\x%02x`, r)
 		default:
-			b.WriteString(s[i : i+n])
+			fmt.Fprintf(b, `\u%04x`, r)
 		}
-		i += n
-	}
-	return b.String()
+	})
 }
 
 // xmlText is s as the text of an element: xmlSafe, then escaped as

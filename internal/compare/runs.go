@@ -94,18 +94,37 @@ func displayPath(p string) string {
 	return p
 }
 
-// WriteText prints each pair of runs, then a verdict line.
+// WriteText prints each pair of runs, then a verdict line: the runs
+// that agree with the first, or those that differ from it.
+//
+//	runs of out.json agree: trt-runner-N0 checked against onnxrt-runner-N0
+//	runs of out.json differ: trt-runner-N0 differs from onnxrt-runner-N0 (1 of 2 runs checked)
 func (r *RunsReport) WriteText(w io.Writer) error {
 	for _, p := range r.Pairs {
 		if err := p.WriteText(w); err != nil {
 			return err
 		}
 	}
-	verdict := "agree"
-	if !r.Equal {
-		verdict = "differ"
+	var differ []string
+	for i, p := range r.Pairs {
+		if !p.Equal {
+			differ = append(differ, Name(r.Runs[i+1]))
+		}
 	}
-	_, err := fmt.Fprintf(w, "runs of %s %s: %s checked against %s\n", r.Path, verdict, strings.Join(r.Runs[1:], ", "), r.Runs[0])
+	var err error
+	if len(differ) == 0 {
+		checked := make([]string, len(r.Runs)-1)
+		for i, n := range r.Runs[1:] {
+			checked[i] = Name(n)
+		}
+		_, err = fmt.Fprintf(w, "runs of %s agree: %s checked against %s\n", Name(r.Path), strings.Join(checked, ", "), Name(r.Runs[0]))
+	} else {
+		verb := "differs"
+		if len(differ) > 1 {
+			verb = "differ"
+		}
+		_, err = fmt.Fprintf(w, "runs of %s differ: %s %s from %s (%d of %d runs checked)\n", Name(r.Path), strings.Join(differ, ", "), verb, Name(r.Runs[0]), len(differ), len(r.Runs)-1)
+	}
 	return err
 }
 

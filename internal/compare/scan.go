@@ -120,6 +120,11 @@ type scanner struct {
 	// are counted only when some error is not (foldedMeans).
 	equal []uint64
 	tiled bool // one side C order, the other Fortran: walk in tiles
+	// msums, when set (a compare function's metric, C-order inputs),
+	// gather the metric's sums per statsChunk, as parts do the
+	// statistics': the metric then costs no pass of its own.
+	msums    []metricSums
+	infEqual bool
 }
 
 func newScanner(a, b Tensor, n int) *scanner {
@@ -156,6 +161,9 @@ type tally struct {
 	maxAbsAt  int // -1: no finite numeric pair seen
 	maxRel    float64
 	maxRelAt  int // -1: no pair with a non-zero reference seen
+	// zeroRef: some finite pair differs where the reference is 0, which
+	// no relative tolerance passes.
+	zeroRef bool
 	// hist, when the scan sums the statistics (s.parts), is the first
 	// level of the median's selection (select.go).
 	hist *errHist
@@ -183,6 +191,7 @@ func (t *tally) add(u *tally, maxReport int) {
 	if u.maxRelAt >= 0 && better(u.maxRel, u.maxRelAt, t.maxRel, t.maxRelAt) {
 		t.maxRel, t.maxRelAt = u.maxRel, u.maxRelAt
 	}
+	t.zeroRef = t.zeroRef || u.zeroRef
 	if u.hist != nil {
 		if t.hist == nil {
 			t.hist = new(errHist)
@@ -320,7 +329,7 @@ func (s *scanner) plan(threads int) (int, func(bb *bufs, u int, t *tally)) {
 		}
 	}
 	chunk := max(chunkElems, (s.n+16*threads-1)/(16*threads))
-	if s.parts != nil {
+	if s.parts != nil || s.msums != nil {
 		chunk = (chunk + statsChunk - 1) / statsChunk * statsChunk
 	}
 	return (s.n + chunk - 1) / chunk, func(bb *bufs, c int, t *tally) {
@@ -456,6 +465,10 @@ func (s *scanner) span(bb *bufs, pos, dpos, n, offA, sa, offB, sb int, t *tally)
 				if s.parts != nil {
 					s.equal[p/batch/64] |= 1 << (p / batch % 64)
 				}
+				if s.msums != nil { // B is A here
+					s.a.decodeReal(bb.ya[:m], oa, 1)
+					s.msums[p/statsChunk].addBatch(bb.ya[:m], bb.ya[:m], s.infEqual)
+				}
 				continue
 			}
 			s.batchTolerant(bb, p, dpos, m, oa, sa, ob, sb, t)
@@ -481,6 +494,7 @@ type bufs struct {
 type maxima struct {
 	abs, rel     float64
 	absAt, relAt int
+	zeroRef      bool // a pair differs where the reference is 0
 }
 
 func noMaxima() maxima { return maxima{abs: -1, rel: -1, absAt: -1, relAt: -1} }
@@ -493,6 +507,8 @@ func (m *maxima) add(at int, abs, ref float64) {
 		if rel := abs / ref; rel > m.rel {
 			m.rel, m.relAt = rel, at
 		}
+	} else if abs != 0 {
+		m.zeroRef = true
 	}
 }
 
@@ -503,6 +519,7 @@ func (m *maxima) merge(t *tally) {
 	if m.relAt >= 0 && better(m.rel, m.relAt, t.maxRel, t.maxRelAt) {
 		t.maxRel, t.maxRelAt = m.rel, m.relAt
 	}
+	t.zeroRef = t.zeroRef || m.zeroRef
 }
 
 // decode fills the value buffers with m elements of each side.
@@ -545,9 +562,13 @@ func (s *scanner) batchTolerant(bb *bufs, pos, dpos, m, oa, sa, ob, sb int, t *t
 		return
 	}
 	ya, xb := bb.ya[:m], bb.xb[:m]
+	if s.msums != nil {
+		s.msums[pos/statsChunk].addBatch(ya, xb, s.infEqual)
+	}
 	// The batch's error sums, added to its part once (a batch lies in one
-	// statsChunk: the scan's units are whole ones).
+	// statsChunk: the scan's units are whole ones); none without parts.
 	var acc meanPart
+	sums := s.parts != nil
 	for j := range ya {
 		x, y := xb[j], ya[j]
 		at := pos + j*dpos
@@ -569,10 +590,12 @@ func (s *scanner) batchTolerant(bb *bufs, pos, dpos, m, oa, sa, ob, sb int, t *t
 			}
 		}
 		mx.add(at, abs, ref)
-		acc.add(abs, ref)
-		t.hist.add(abs)
+		if sums {
+			acc.add(abs, ref)
+			t.hist.add(abs)
+		}
 	}
-	if s.parts != nil {
+	if sums {
 		s.parts[pos/statsChunk].merge(&acc)
 	}
 	mx.merge(t)

@@ -26,6 +26,9 @@ type Stats struct {
 	// NaN or infinite and the other not the same (a NaN against a NaN,
 	// an infinity against the same one, agree).
 	NonFinite int
+	// RelStat is the statistic checked of the relative errors, when the
+	// decision needed it (a failing absolute one, and --rtol), else NaN.
+	RelStat float64
 }
 
 // statsChunk is the fixed unit of the passes: partial sums are kept per
@@ -56,26 +59,7 @@ func (s *scanner) errPass(threads int, needRel bool, f func(w, chunk int, e *err
 		lo, hi := c*statsChunk, min((c+1)*statsChunk, s.n)
 		for i := lo; i < hi; i += batch {
 			m := min(batch, hi-i)
-			if s.contig {
-				s.decode(bb, m, i, 1, i, 1, cplx)
-			} else {
-				// Logical order, element by element.
-				for j := 0; j < m; j++ {
-					r := i + j
-					for a := len(s.shape) - 1; a >= 0; a-- {
-						st.idx[a] = r % s.shape[a]
-						r /= s.shape[a]
-					}
-					st.offA[j], st.offB[j] = s.a.offset(st.idx), s.b.offset(st.idx)
-					ea, eb := s.a.elem(st.offA[j]), s.b.elem(st.offB[j])
-					if cplx {
-						bb.ya[j], bb.yi[j] = s.a.r.complex(ea)
-						bb.xb[j], bb.xi[j] = s.b.r.complex(eb)
-					} else {
-						bb.ya[j], bb.xb[j] = s.a.r.float(ea), s.b.r.float(eb)
-					}
-				}
-			}
+			s.decodeBatch(bb, st.idx, &st.offA, &st.offB, i, m, cplx)
 			eb.n, eb.nbad = 0, 0
 			for j := 0; j < m; j++ {
 				var abs, ref float64
@@ -124,6 +108,31 @@ func (s *scanner) errPass(threads int, needRel bool, f func(w, chunk int, e *err
 			f(w, c, eb)
 		}
 	})
+}
+
+// decodeBatch decodes the m pairs from flat index i: in place for C
+// order, else element by element in logical order (idx is the worker's
+// scratch index; offA and offB receive where each pair is stored).
+func (s *scanner) decodeBatch(bb *bufs, idx []int, offA, offB *[batch]int, i, m int, cplx bool) {
+	if s.contig {
+		s.decode(bb, m, i, 1, i, 1, cplx)
+		return
+	}
+	for j := 0; j < m; j++ {
+		r := i + j
+		for a := len(s.shape) - 1; a >= 0; a-- {
+			idx[a] = r % s.shape[a]
+			r /= s.shape[a]
+		}
+		offA[j], offB[j] = s.a.offset(idx), s.b.offset(idx)
+		ea, eb := s.a.elem(offA[j]), s.b.elem(offB[j])
+		if cplx {
+			bb.ya[j], bb.yi[j] = s.a.r.complex(ea)
+			bb.xb[j], bb.xi[j] = s.b.r.complex(eb)
+		} else {
+			bb.ya[j], bb.xb[j] = s.a.r.float(ea), s.b.r.float(eb)
+		}
+	}
 }
 
 // errBatch is up to a batch of finite pairs' errors: the absolute ones,
@@ -276,7 +285,7 @@ func pick(rel bool, abs, r float64, relOK bool) (float64, bool) {
 // C-order inputs the scan summed the mean and counted the selection's
 // first level, so a median takes one pass more, or none when most errors
 // are 0 (see select.go).
-func (s *scanner) statistics(t tally, o Options, rep *Report) error {
+func (s *scanner) statistics(t tally, o Options, rep *Report) (*Stats, error) {
 	zero := Float(0)
 	allZero := t.maxAbsAt < 0 || t.maxAbs == 0
 	if o.Stat == "quantile" {
@@ -292,7 +301,7 @@ func (s *scanner) statistics(t tally, o Options, rep *Report) error {
 		if rep.Quantile != nil {
 			rep.QuantileAbsDiff = &zero
 		}
-		return nil
+		return nil, nil
 	}
 	threads := max(o.Threads, 1)
 	var st Stats
@@ -300,13 +309,13 @@ func (s *scanner) statistics(t tally, o Options, rep *Report) error {
 	if s.parts != nil {
 		st = s.foldedMeans(t.hist)
 	} else if st, err = s.means(threads); err != nil {
-		return err
+		return nil, err
 	}
 	mean := Float(st.MeanAbs)
 	rep.MeanAbsDiff = &mean
 	med, qv, err := s.orderStats(threads, false, t.hist, st.Finite, rep.Quantile)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	median := Float(med)
 	rep.MedianAbsDiff = &median
@@ -315,7 +324,7 @@ func (s *scanner) statistics(t tally, o Options, rep *Report) error {
 		rep.QuantileAbsDiff = &q
 	}
 	if stat == "elemwise" || t.different == 0 {
-		return nil
+		return &st, nil
 	}
 	// That statistic of the absolute error within atol, or of the
 	// relative error within rtol (Polygraphy's rule); pairs that are not
@@ -332,11 +341,12 @@ func (s *scanner) statistics(t tally, o Options, rep *Report) error {
 		absStat = qv
 	}
 	pass := absStat <= o.ATol
+	st.RelStat = math.NaN()
 	if !pass && o.RTol > 0 && st.RelCount < 0 {
 		// The scan summed the absolute errors only: the relative ones
 		// take their own pass.
 		if st, err = s.means(threads); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if !pass && o.RTol > 0 {
@@ -352,12 +362,13 @@ func (s *scanner) statistics(t tally, o Options, rep *Report) error {
 			_, relStat, err = s.orderStats(threads, true, nil, st.RelCount, rep.Quantile)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		pass = relStat <= o.RTol
+		st.RelStat = relStat
 	}
 	rep.Equal = pass && st.NonFinite == 0
-	return nil
+	return &st, nil
 }
 
 // meanPart is what the tolerant scan sums for one statsChunk: the finite
@@ -436,4 +447,84 @@ func (s *side) finite(bb *bufs, off, m int) int {
 		}
 	}
 	return n
+}
+
+// Required is what a failing pair would have needed to pass (Polygraphy's
+// "Minimum Required Tolerance"): with --compare-func simple, the
+// tolerance that alone would pass the statistic checked (elemwise: every
+// element; the largest error then), the absolute one or the relative
+// one; with another compare function, its metric as the threshold.
+type Required struct {
+	Stat string `json:"check_error_stat,omitempty"`
+	ATol *Float `json:"atol,omitempty"`
+	// RTol is Infinity when a pair differs where A is 0, and absent when
+	// no A is non-zero.
+	RTol *Float `json:"rtol,omitempty"`
+	// NonFinite counts the pairs no tolerance passes (a NaN or an
+	// infinity against another value); ATol and RTol are then absent.
+	NonFinite int `json:"non_finite,omitempty"`
+	// Threshold is a compare function's: its metric, or the index
+	// tolerance (indices).
+	Threshold *Float `json:"threshold,omitempty"`
+}
+
+// required fills in rep.Required for a pair that failed --compare-func
+// simple, exactly, in bounded memory and without a pass over the data
+// beyond what the decision made: the maxima come from the scan, the
+// other statistics from the decision's (st); the relative errors' mean,
+// median or quantile only when --rtol had the decision compute it.
+func (s *scanner) required(t tally, o Options, rep *Report, st *Stats) error {
+	threads := max(o.Threads, 1)
+	stat := o.Stat
+	if stat == "" {
+		stat = "elemwise"
+	}
+	req := &Required{Stat: stat}
+	rep.Required = req
+	var err error
+	if st == nil {
+		var fresh Stats
+		if s.parts != nil {
+			fresh = s.foldedMeans(nil)
+		} else if fresh, err = s.means(threads); err != nil {
+			return err
+		}
+		fresh.RelStat = math.NaN()
+		st = &fresh
+	}
+	if st.NonFinite > 0 {
+		req.NonFinite = st.NonFinite
+		return nil
+	}
+	var abs, rel float64
+	switch stat {
+	case "elemwise", "max":
+		abs, rel = math.Max(0, t.maxAbs), math.Max(0, t.maxRel)
+		// No differing pair with a non-zero A (maxRelAt < 0) and none with
+		// A zero (zeroRef): the errors are all 0, and so is the rtol.
+		if t.zeroRef {
+			rel = math.Inf(1)
+		}
+	case "mean":
+		// The relative errors' mean takes a pass of its own (a division
+		// per element): given when the decision needed it (--rtol).
+		abs, rel = st.MeanAbs, math.NaN()
+		if st.RelCount >= 0 {
+			rel = st.MeanRel
+		}
+	default:
+		// So do the median and quantile of the relative errors (a
+		// selection, passes of their own).
+		abs, rel = float64(*rep.MedianAbsDiff), st.RelStat
+		if stat == "quantile" {
+			abs = float64(*rep.QuantileAbsDiff)
+		}
+	}
+	a := Float(abs)
+	req.ATol = &a
+	if !math.IsNaN(rel) {
+		r := Float(rel)
+		req.RTol = &r
+	}
+	return nil
 }

@@ -93,12 +93,19 @@ type Format struct {
 	// Plain: the format a tensor is written in when its own cannot be
 	// (Plain()).
 	Plain bool
+	// Metadata says whether a file of the format holds metadata, not a
+	// tensor (a WebDataset .json beside its samples): a directory's
+	// compare leaves it out.
+	Metadata func(b []byte) bool
 	// Values prints elements as the format's text prints them
 	// (ValueTexts()).
 	Values func(dt DType, elems [][]byte) ([]string, error)
 	// Image: a uint8 [H, W, 3] tensor written in this format is a picture
 	// viewers show (ImageFormat()).
 	Image bool
+	// Store: the format is a directory of objects (a Zarr store), read
+	// and written through its StoreFormat (store.go); nil for a file.
+	Store *StoreFormat
 	// Shard: the format is an archive of files of the other formats,
 	// each member worked on as a file of its own (a tar shard); the
 	// pipeline's shard path reads and writes it.

@@ -19,6 +19,8 @@ type Input struct {
 	// File stays open for positioned reads: streaming a big file through
 	// reused buffers is faster than touching its mapping (see
 	// docs/performance.md). The mapping costs nothing until it is read.
+	// Nil for a small file Open read whole: Data is all of it, and the
+	// descriptor is closed at once (openSmall).
 	File   *os.File
 	unmap  func() error
 	Mapped bool
@@ -82,7 +84,7 @@ func (in *Input) Close() error {
 // readSmall reads a file of size bytes whole into a buffer from
 // GetBuffer: one read where io.ReadAll made several and grew its slice.
 // A file that grew since its size was taken is read to its end anyway.
-func readSmall(f *os.File, size int) ([]byte, error) {
+func readSmall(f io.Reader, size int) ([]byte, error) {
 	b := GetBuffer(size + 1) // one more byte: the end of file is seen by the same read
 	// One read: a short read of a regular file is its end.
 	n, err := f.Read(b)
@@ -125,9 +127,12 @@ func Open(name string, stdin io.Reader) (*Input, error) {
 	if p := PlaceOf(name); p != nil {
 		return openObject(p, name)
 	}
-	f, err := openRead(name)
+	in, f, err := openSmall(name)
 	if err != nil {
 		return nil, describeOpenError(err)
+	}
+	if in != nil {
+		return in, nil
 	}
 	fi, err := f.Stat()
 	if err != nil {

@@ -43,9 +43,21 @@ type Output struct {
 	// anon: f has no name yet (createAnon); Commit links it as the
 	// target, with no temporary name.
 	anon bool
+	// lazy: the unnamed file is open as fd, and f is not made yet
+	// (file): a small output is written (pwrite), linked and closed
+	// through the descriptor alone. os.NewFile asks the descriptor's
+	// flags with fcntl and sets a finalizer, for every output of a batch
+	// of thousands. Read and changed under wmu, or where no other
+	// goroutine writes (Commit, Abort).
+	lazy bool
+	fd   int
 	// place: the target is an object there (s3://…); Commit uploads f
 	// (place.go).
 	place Place
+	// pos is where the next Write goes in f, size the end of the
+	// furthest byte written or the size the file was given: the file's
+	// size, known without asking the system (Size).
+	pos, size int64
 	// wmu lets one write into f at a time. The kernel takes the file's
 	// lock for each buffered write anyway (ext4, tmpfs), and a writer
 	// that finds it taken spins on it: under this VM's hypervisor, with
@@ -107,15 +119,15 @@ func CreateFor(name string, stdout io.Writer, t Target) (*Output, error) {
 	}
 	dir := filepath.Dir(name)
 	if t.Fresh {
-		if f, err := createAnon(dir); err == nil {
-			return &Output{Name: name, w: f, f: f, anon: true}, nil
+		if fd, err := createAnon(dir); err == nil {
+			return &Output{Name: name, fd: fd, lazy: true, anon: true}, nil
 		}
 	}
 	input := t.Input
 	replacing := false
 	if fi, err := os.Stat(name); err == nil {
 		switch {
-		case input != nil && os.SameFile(input, fi):
+		case input != nil && SameFile(input, fi):
 			return nil, ErrIsInput
 		case fi.IsDir():
 			return nil, errors.New("output is a directory")
@@ -131,8 +143,8 @@ func CreateFor(name string, stdout io.Writer, t Target) (*Output, error) {
 		}
 		replacing = true
 	}
-	if f, err := createAnon(dir); err == nil {
-		return &Output{Name: name, w: f, f: f, anon: true, replacing: replacing}, nil
+	if fd, err := createAnon(dir); err == nil {
+		return &Output{Name: name, fd: fd, lazy: true, anon: true, replacing: replacing}, nil
 	}
 	// No O_TMPFILE here (another system, an old kernel, a filesystem
 	// without it), or the directory is not usable: the named file below
@@ -193,7 +205,7 @@ func systemPath(p string) bool {
 // StreamFile is the open file behind a stream output (standard output a
 // pipe), for sendfile; nil for file outputs and other writers.
 func (o *Output) StreamFile() *os.File {
-	if o.f != nil || o.stdout != nil {
+	if o.IsFile() || o.stdout != nil {
 		return nil
 	}
 	f, _ := o.w.(*os.File)
@@ -201,7 +213,36 @@ func (o *Output) StreamFile() *os.File {
 }
 
 // IsFile says whether the output is a regular file (so it can be mapped).
-func (o *Output) IsFile() bool { return o.f != nil }
+func (o *Output) IsFile() bool { return o.anon || o.f != nil }
+
+// file is the output's *os.File, made from the unnamed file's descriptor
+// the first time something needs one (lazy).
+func (o *Output) file() *os.File {
+	o.wmu.Lock()
+	defer o.wmu.Unlock()
+	if o.lazy {
+		o.f = os.NewFile(uintptr(o.fd), filepath.Dir(o.Name)+"/(new)")
+		o.w, o.lazy = o.f, false
+	}
+	return o.f
+}
+
+// descriptor is the file output's descriptor.
+func (o *Output) descriptor() int {
+	if o.lazy {
+		return o.fd
+	}
+	return int(o.f.Fd())
+}
+
+// closeFile closes the file output's descriptor.
+func (o *Output) closeFile() error {
+	if o.lazy {
+		o.lazy = false
+		return closeFD(o.fd)
+	}
+	return o.f.Close()
+}
 
 func (o *Output) Write(p []byte) (int, error) {
 	if o.stdout != nil {
@@ -209,9 +250,16 @@ func (o *Output) Write(p []byte) (int, error) {
 		o.stdout.pos += int64(n)
 		return n, err
 	}
+	if o.lazy {
+		o.file()
+	}
 	n, err := o.w.Write(p)
 	if err != nil {
 		err = unwrapPath(err)
+	}
+	if o.f != nil {
+		o.pos += int64(n)
+		o.size = max(o.size, o.pos)
 	}
 	return n, err
 }
@@ -220,7 +268,7 @@ func (o *Output) Write(p []byte) (int, error) {
 // may write disjoint ranges at once; their writes go in one at a time
 // (wmu says why).
 func (o *Output) WriteAt(p []byte, off int64) (int, error) {
-	if o.f == nil {
+	if !o.IsFile() {
 		return 0, errors.New("standard output cannot be written at an offset")
 	}
 	if o.stdout != nil {
@@ -229,29 +277,36 @@ func (o *Output) WriteAt(p []byte, off int64) (int, error) {
 	}
 	o.wmu.Lock()
 	defer o.wmu.Unlock()
-	n, err := o.f.WriteAt(p, off)
+	var n int
+	var err error
+	if o.lazy {
+		n, err = pwrite(o.fd, p, off)
+	} else {
+		n, err = o.f.WriteAt(p, off)
+	}
 	if err != nil {
 		err = unwrapPath(err)
 	}
+	o.size = max(o.size, off+int64(n))
 	return n, err
 }
 
 // Readable says whether ReadAt works: a file output, unless it is a
 // standard output this process may only write.
 func (o *Output) Readable() bool {
-	return o.f != nil && (o.stdout == nil || !o.stdout.unreadable)
+	return o.IsFile() && (o.stdout == nil || !o.stdout.unreadable)
 }
 
 // ReadAt reads back what a file output holds at an offset (as WriteAt
 // counts them).
 func (o *Output) ReadAt(p []byte, off int64) (int, error) {
-	if o.f == nil {
+	if !o.IsFile() {
 		return 0, errors.New("standard output cannot be read back")
 	}
 	if o.stdout != nil {
 		off += o.stdout.base
 	}
-	return o.f.ReadAt(p, off)
+	return o.file().ReadAt(p, off)
 }
 
 // Reserve sizes a file output and reserves its blocks, so that a full disk
@@ -263,17 +318,22 @@ func (o *Output) ReadAt(p []byte, off int64) (int, error) {
 // another (skipping it for a 384-byte output made the run slower, perf
 // stat -r 80, three pairs: 10.5 -> 11.4 ms).
 func (o *Output) Reserve(size int64) error {
-	if o.f == nil || (o.stdout == nil && !o.replacing && size < smallReserve) {
+	if !o.IsFile() || (o.stdout == nil && !o.replacing && size < smallReserve) {
 		return nil
 	}
+	f := o.file()
 	if o.stdout != nil {
 		// Reserved, not truncated: bytes past our end are not ours.
-		return unwrapPath(fallocate(o.f, o.stdout.base, size))
+		return unwrapPath(fallocate(f, o.stdout.base, size))
 	}
-	if err := fallocate(o.f, 0, size); err != nil {
+	if err := fallocate(f, 0, size); err != nil {
 		return unwrapPath(err)
 	}
-	return unwrapPath(o.f.Truncate(size))
+	if err := f.Truncate(size); err != nil {
+		return unwrapPath(err)
+	}
+	o.size = size
+	return nil
 }
 
 // Expect reserves the blocks of the size a file output is likely to
@@ -283,10 +343,10 @@ func (o *Output) Reserve(size int64) error {
 // shard. Commit frees the blocks that were not used. A hint only: no
 // error, and nothing for outputs that are not new files.
 func (o *Output) Expect(size int64) {
-	if o.f == nil || o.stdout != nil || size <= 0 {
+	if !o.IsFile() || o.stdout != nil || size <= 0 {
 		return
 	}
-	if fallocateKeepSize(o.f, size) == nil {
+	if fallocateKeepSize(o.file(), size) == nil {
 		o.expect = size
 	}
 }
@@ -294,9 +354,10 @@ func (o *Output) Expect(size int64) {
 // Map sizes the file to size bytes and maps it for writing, so a kernel can
 // write its result straight into the page cache. Only for files.
 func (o *Output) Map(size int64) ([]byte, error) {
-	if o.f == nil {
+	if !o.IsFile() {
 		return nil, errors.New("standard output cannot be mapped")
 	}
+	o.file()
 	base := int64(0)
 	if o.stdout != nil {
 		base = o.stdout.base
@@ -304,6 +365,7 @@ func (o *Output) Map(size int64) ([]byte, error) {
 	} else if err := o.f.Truncate(size); err != nil {
 		return nil, unwrapPath(err)
 	}
+	o.size = max(o.size, size)
 	if err := fallocate(o.f, base, size); err != nil {
 		// A full disk shows up here rather than as SIGBUS on a mapped page.
 		return nil, unwrapPath(err)
@@ -328,7 +390,7 @@ func (o *Output) Commit() error {
 		return nil
 	}
 	o.done = true
-	if o.f == nil {
+	if !o.IsFile() {
 		// A stream: every byte was written as it came.
 		if o.closer != nil {
 			return unwrapPath(o.closer.Close())
@@ -348,6 +410,7 @@ func (o *Output) Commit() error {
 		// (a truncation to the file's own size drops them).
 		if fi, serr := o.f.Stat(); serr == nil && fi.Size() < o.expect {
 			err = o.f.Truncate(fi.Size())
+			o.size = fi.Size()
 		}
 	}
 	if o.place != nil {
@@ -361,7 +424,7 @@ func (o *Output) Commit() error {
 		default:
 			err = o.linkAnon()
 		}
-		if cerr := o.f.Close(); err == nil {
+		if cerr := o.closeFile(); err == nil {
 			err = cerr
 		}
 		return unwrapPath(err) // on failure nothing has a name: nothing to remove
@@ -380,6 +443,15 @@ func (o *Output) Commit() error {
 	return nil
 }
 
+// Size is the size of a file output once committed: the bytes written
+// into it (0 for a stream, and for a standard output that is a file).
+func (o *Output) Size() int64 {
+	if o.stdout != nil {
+		return 0
+	}
+	return o.size
+}
+
 // Abort discards the temporary file; the target is left as it was.
 func (o *Output) Abort() {
 	if o.done {
@@ -393,7 +465,7 @@ func (o *Output) Abort() {
 	case o.stdout != nil:
 		o.stdout.abort(o.f)
 	case o.anon, o.place != nil:
-		o.f.Close() // unnamed: the system frees it; an object is not uploaded
+		o.closeFile() // unnamed: the system frees it; an object is not uploaded
 	case o.f != nil:
 		o.f.Close()
 		untrackRemove(o.tmp)
@@ -409,7 +481,7 @@ func (o *Output) Abort() {
 // are copied into a named temporary file once, and later outputs do
 // without them.
 func (o *Output) linkAnon() error {
-	err := linkAnonFunc(o.f, o.Name)
+	err := linkAnonFunc(o.descriptor(), o.Name)
 	switch {
 	case err == nil:
 		return nil
@@ -464,7 +536,7 @@ func (o *Output) replaceAnonWindow() error {
 			defer func() { go HandleSignals() }()
 		}
 	}
-	tmp, err := linkTracked(o.f, o.Name)
+	tmp, err := linkTracked(o.descriptor(), o.Name)
 	if err != nil {
 		return &linkError{err}
 	}
@@ -494,14 +566,15 @@ func randomName() uint32 { return rand.Uint32() }
 // linkAnonFunc is linkAnon; tests make it fail.
 var linkAnonFunc = linkAnon
 
-// linkTracked links the unnamed file f under a new temporary name beside
-// target, recorded for the signal handler as createTracked does.
-func linkTracked(f *os.File, target string) (string, error) {
+// linkTracked links the unnamed file open as fd under a new temporary
+// name beside target, recorded for the signal handler as createTracked
+// does.
+func linkTracked(fd int, target string) (string, error) {
 	createMu.RLock()
 	defer createMu.RUnlock()
 	for try := 0; ; try++ {
 		tmp := filepath.Join(filepath.Dir(target), strings.Replace(fmt.Sprintf(TempPattern, filepath.Base(target)), "*", strconv.FormatUint(uint64(randomName()), 10), 1))
-		err := linkAnonFunc(f, tmp)
+		err := linkAnonFunc(fd, tmp)
 		if errors.Is(err, syscall.EEXIST) && try < 10000 {
 			continue
 		}
@@ -521,7 +594,7 @@ func (o *Output) copyAnon() error {
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(dst, io.NewSectionReader(o.f, 0, 1<<62))
+	_, err = io.Copy(dst, io.NewSectionReader(o.file(), 0, 1<<62))
 	if cerr := dst.Close(); err == nil {
 		err = cerr
 	}
@@ -537,6 +610,9 @@ func (o *Output) copyAnon() error {
 }
 
 func unwrapPath(err error) error {
+	if err == nil {
+		return nil // errors.As below would allocate its targets all the same
+	}
 	var pe *os.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
@@ -635,6 +711,7 @@ func handleSignals() {
 		for name := range temps {
 			os.Remove(name)
 		}
+		removeStaging() // stores being built (dir_write.go)
 		for _, restore := range restores {
 			restore()
 		}

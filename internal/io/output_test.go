@@ -44,23 +44,23 @@ func TestNewOutputs(t *testing.T) {
 	data := []byte("the whole result")
 	for _, c := range []struct {
 		name   string
-		before func(dir string)             // between Create and Commit
-		link   func(*os.File, string) error // nil: the real one
-		fresh  bool                         // Target.Fresh: the path is not looked at
-		old    bool                         // a target exists before Create
+		before func(dir string)        // between Create and Commit
+		link   func(int, string) error // nil: the real one
+		fresh  bool                    // Target.Fresh: the path is not looked at
+		old    bool                    // a target exists before Create
 	}{
 		{name: "linked"},
 		{name: "linked through /proc", before: func(string) { procLink.Store(true) }},
 		{name: "target made meanwhile", before: func(dir string) { os.WriteFile(filepath.Join(dir, "out.npy"), []byte("other"), 0o644) }},
-		{name: "cannot link", link: func(*os.File, string) error { return syscall.EPERM }},
+		{name: "cannot link", link: func(int, string) error { return syscall.EPERM }},
 		{name: "fresh", fresh: true},
 		{name: "replacing", old: true},
-		{name: "replacing, cannot link", old: true, link: func(*os.File, string) error { return syscall.EPERM }},
+		{name: "replacing, cannot link", old: true, link: func(int, string) error { return syscall.EPERM }},
 		{name: "fresh, target made meanwhile", fresh: true, before: func(dir string) { os.WriteFile(filepath.Join(dir, "out.npy"), []byte("other"), 0o644) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.link != nil {
-				defer func(f func(*os.File, string) error) { linkAnonFunc = f; anonRefused.Store(false) }(linkAnonFunc)
+				defer func(f func(int, string) error) { linkAnonFunc = f; anonRefused.Store(false) }(linkAnonFunc)
 				linkAnonFunc = c.link
 			}
 			dir := t.TempDir()
@@ -75,10 +75,10 @@ func TestNewOutputs(t *testing.T) {
 				t.Fatal(err)
 			}
 			if runtime.GOOS == "linux" && !o.anon {
-				if f, err := createAnon(dir); err != nil {
+				if fd, err := createAnon(dir); err != nil {
 					t.Skipf("no unnamed files in %s: %v", dir, err)
 				} else {
-					f.Close()
+					closeFD(fd)
 				}
 				t.Fatal("a new output was not made unnamed")
 			}
@@ -167,4 +167,171 @@ func createOver(t *testing.T, name, previous string) *Output {
 		t.Fatal(err)
 	}
 	return o
+}
+
+// Size is the committed file's size, whichever way it was written: in
+// order, by position (ranges out of order, one rewritten), sized first
+// (Reserve), through a mapping, with blocks reserved past the end and
+// trimmed (Expect), new or replacing a larger file.
+func TestOutputSizeIsTheFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name  string
+		old   string // the target's content before, "" for none
+		write func(o *Output) error
+	}{
+		{"in order", "", func(o *Output) error {
+			for _, p := range []string{"abc", "", "defgh"} {
+				if _, err := o.Write([]byte(p)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"by position", "", func(o *Output) error {
+			for _, w := range []struct {
+				p   string
+				off int64
+			}{{"xyz", 7}, {"ab", 0}, {"q", 3}} {
+				if _, err := o.WriteAt([]byte(w.p), w.off); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"reserved", "a much longer old file than the new one", func(o *Output) error {
+			if err := o.Reserve(12); err != nil {
+				return err
+			}
+			_, err := o.WriteAt([]byte("abc"), 0)
+			return err
+		}},
+		{"mapped", "", func(o *Output) error {
+			m, err := o.Map(5000)
+			if err == nil {
+				copy(m, "mapped")
+			}
+			return err
+		}},
+		{"expected", "", func(o *Output) error {
+			o.Expect(1 << 16)
+			_, err := o.Write([]byte("short"))
+			return err
+		}},
+	} {
+		name := filepath.Join(dir, c.name)
+		if c.old != "" {
+			if err := os.WriteFile(name, []byte(c.old), 0o666); err != nil {
+				t.Fatal(err)
+			}
+		}
+		o, err := Create(name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.write(o); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if err := o.Commit(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		fi, err := os.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Size() != fi.Size() {
+			t.Errorf("%s: Size %d, the file has %d bytes", c.name, o.Size(), fi.Size())
+		}
+	}
+}
+
+// An input read whole (a small regular file) is described by its fstat:
+// SameFile knows it for the file itself and for a link to it, and tells
+// it from another file, as os.SameFile does for os.Stat's.
+func TestSmallInputInfo(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.npy"), filepath.Join(dir, "b.npy")
+	for _, n := range []string{a, b} {
+		if err := os.WriteFile(n, []byte("small "+n), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(a, filepath.Join(dir, "link.npy")); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Open(a, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	if string(in.Data) != "small "+a || in.File != nil {
+		t.Fatalf("Open read %q (file kept open: %v)", in.Data, in.File != nil)
+	}
+	st, _ := os.Stat(a)
+	if in.Info.Name() != "a.npy" || in.Info.Size() != st.Size() || in.Info.Mode() != st.Mode() || !in.Info.ModTime().Equal(st.ModTime()) || in.Info.IsDir() {
+		t.Errorf("Info %s %d %v %v, os.Stat %s %d %v %v", in.Info.Name(), in.Info.Size(), in.Info.Mode(), in.Info.ModTime(), st.Name(), st.Size(), st.Mode(), st.ModTime())
+	}
+	for name, want := range map[string]bool{a: true, filepath.Join(dir, "link.npy"): true, b: false} {
+		fi, err := os.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if SameFile(in.Info, fi) != want || SameFile(fi, in.Info) != want {
+			t.Errorf("SameFile(input, %s) is %v", name, !want)
+		}
+	}
+	if _, err := CreateFor(filepath.Join(dir, "link.npy"), nil, Target{Input: in.Info}); !errors.Is(err, ErrIsInput) {
+		t.Errorf("an output that is a link to the small input: %v, want ErrIsInput", err)
+	}
+}
+
+// A new output written by position and committed (a batch's small file)
+// goes through its descriptor alone: no *os.File is made for it (its
+// fcntl and finalizer, for each of thousands of files). Anything that
+// needs one gets it, with the bytes written before.
+func TestSmallOutputNeedsNoFile(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "out.npy")
+	o, err := CreateFor(name, nil, Target{Fresh: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.anon {
+		o.Abort()
+		t.Skip("no unnamed files here")
+	}
+	if _, err := o.WriteAt([]byte("whole"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if o.f != nil {
+		t.Error("an *os.File was made for a small output")
+	}
+	if b, _ := os.ReadFile(name); string(b) != "whole" || o.Size() != 5 {
+		t.Errorf("the output holds %q (Size %d)", b, o.Size())
+	}
+
+	// Read back, then written in order after it: one file all along.
+	o, err = CreateFor(filepath.Join(dir, "two.npy"), nil, Target{Fresh: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.WriteAt([]byte("ab"), 0); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 2)
+	if _, err := o.ReadAt(got, 0); err != nil || string(got) != "ab" {
+		t.Fatalf("read back %q, %v", got, err)
+	}
+	if _, err := o.Write([]byte("xyz")); err != nil { // Write starts at 0
+		t.Fatal(err)
+	}
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "two.npy")); string(b) != "xyz" || o.Size() != 3 {
+		t.Errorf("the output holds %q (Size %d)", b, o.Size())
+	}
 }

@@ -1,7 +1,7 @@
 package fileio
 
 import (
-	"os"
+	"io"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -10,12 +10,13 @@ import (
 const oTmpfile = unix.O_TMPFILE
 
 // createAnon makes an unnamed file in dir (O_TMPFILE), with the mode a new
-// file gets. A new output is written there and given its name when
-// complete (linkAnon): no temporary name is made, renamed or, if the
-// process is interrupted, left behind, so it needs no signal handler.
-func createAnon(dir string) (*os.File, error) {
+// file gets, and returns its descriptor. A new output is written there
+// and given its name when complete (linkAnon): no temporary name is made,
+// renamed or, if the process is interrupted, left behind, so it needs no
+// signal handler.
+func createAnon(dir string) (int, error) {
 	if anonRefused.Load() {
-		return nil, errNoAnon
+		return -1, errNoAnon
 	}
 	for {
 		fd, err := unix.Open(dir, unix.O_RDWR|unix.O_CLOEXEC|unix.O_TMPFILE, 0o666)
@@ -23,16 +24,15 @@ func createAnon(dir string) (*os.File, error) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return -1, err
 		}
-		return os.NewFile(uintptr(fd), dir+"/(new)"), nil
+		return fd, nil
 	}
 }
 
-// linkAnon gives the unnamed file f the name name; it fails with EEXIST
-// if name exists.
-func linkAnon(f *os.File, name string) error {
-	fd := int(f.Fd())
+// linkAnon gives the unnamed file open as fd the name name; it fails
+// with EEXIST if name exists.
+func linkAnon(fd int, name string) error {
 	if !procLink.Load() {
 		err := retryEINTR(func() error { return unix.Linkat(fd, "", unix.AT_FDCWD, name, unix.AT_EMPTY_PATH) })
 		if err != unix.ENOENT && err != unix.EPERM && err != unix.EINVAL {
@@ -52,3 +52,25 @@ func retryEINTR(f func() error) error {
 		}
 	}
 }
+
+// pwrite writes all of p at off of the descriptor fd, as os.File.WriteAt
+// does.
+func pwrite(fd int, p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := unix.Pwrite(fd, p[n:], off+int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if m == 0 {
+			return n, io.ErrShortWrite
+		}
+		n += m
+	}
+	return n, nil
+}
+
+func closeFD(fd int) error { return unix.Close(fd) }

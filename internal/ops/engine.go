@@ -24,13 +24,58 @@ func (p *Plan) Run(dst, src []byte, threads int) error {
 	if p.Bytes() == 0 {
 		return nil
 	}
+	if err := p.runWhole(dst, src, max(threads, 1)); err != nil {
+		return err
+	}
 	if p.box != nil {
-		if err := p.runParts(p.box, p.stride, p.ostride, dst, src, threads, true); err != nil {
-			return err
-		}
 		return p.runEdgesSafely(dst, src, 0, p.Items())
 	}
-	return p.runParts(p.dims, p.stride, nil, dst, src, threads, true)
+	return nil
+}
+
+// wholeRun is how Run last cut the whole gather (the box of a plan with
+// edges) for goroutines: the works of its parts, for buffers of that
+// alignment and that many threads. A plan is made once and run on every
+// file of its shape in a batch, and building the gathers again for each
+// small file was a third of what such a batch allocated.
+type wholeRun struct {
+	threads            int
+	dstAlign, srcAlign uintptr
+	works              []work
+}
+
+// runWhole runs the whole gather, cut as the last Run with buffers of the
+// same alignment and as many threads cut it (wholeRun).
+func (p *Plan) runWhole(dst, src []byte, threads int) error {
+	dims, ostride := p.dims, []int(nil)
+	if p.box != nil {
+		dims, ostride = p.box, p.ostride
+	}
+	if product(dims) == 0 {
+		return nil // an empty box: a crop or pad of an axis shorter than its block
+	}
+	// newGather and widen look at the alignment of both buffers up to 8
+	// bytes; nothing else of them.
+	dstAlign, srcAlign := uintptr(unsafe.Pointer(unsafe.SliceData(dst)))%8, uintptr(unsafe.Pointer(unsafe.SliceData(src)))%8
+	run := p.whole.Load()
+	if run == nil || run.threads != threads || run.dstAlign != dstAlign || run.srcAlign != srcAlign {
+		if ostride == nil {
+			ostride = denseStrides(dims, false)
+		}
+		run = &wholeRun{threads: threads, dstAlign: dstAlign, srcAlign: srcAlign}
+		for _, pt := range p.parts(dims, p.stride, ostride) {
+			run.works = append(run.works, newGather(pt, p.ElemSize, dst, src).plan(threads))
+		}
+		p.whole.Store(run)
+	}
+	for i := range run.works {
+		w := run.works[i] // runWork changes its copy
+		w.stream = len(dst) >= streamBytes
+		if err := runWork(&w, dst, src, threads); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runEdgesSafely runs the slabs (edges.go), a fault in a mapped input
@@ -364,45 +409,55 @@ func runWork(w *work, dst, src []byte, threads int) error {
 	// A goroutine costs more than moving a few kilobytes (on a fresh
 	// process, a new OS thread), so small tensors use fewer of them.
 	threads = min(threads, nPieces, 1+len(dst)/minBytesPerThread)
-	var next atomic.Int64
-	var firstErr error
-	var mu sync.Mutex
-	worker := func() {
-		defer func() {
-			if r := recover(); r != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = &FaultError{Value: r}
-				}
-				mu.Unlock()
-			}
-		}()
-		// A truncated mapped file faults on access; turn that into a panic
-		// recovered above rather than a SIGBUS that kills the process.
-		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-		for {
-			i := int(next.Add(1) - 1)
-			if i >= nPieces {
-				return
-			}
-			if w.split > 1 {
-				w.exec(dst, src, i/w.split, i/w.split+1, i%w.split, w.split)
-			} else {
-				w.exec(dst, src, i*per, min((i+1)*per, w.nOuter), 0, 1)
-			}
-		}
-	}
 	if threads <= 1 {
-		worker()
-		return firstErr
+		// On the caller's goroutine, with no closure or shared counter
+		// to allocate: a small tensor of a batch of thousands.
+		return w.pieces1(dst, src, nil, nPieces, per)
 	}
+	shared := *w // the goroutines' copy: w itself stays on the caller's stack
+	var next atomic.Int64
+	errs := make([]error, threads)
 	var wg sync.WaitGroup
 	for t := 0; t < threads; t++ {
 		wg.Add(1)
-		go func() { defer wg.Done(); worker() }()
+		go func() { defer wg.Done(); errs[t] = shared.pieces1(dst, src, &next, nPieces, per) }()
 	}
 	wg.Wait()
-	return firstErr
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pieces1 runs pieces of w until none is left: the one taken from next
+// each time (shared between goroutines), or all of them in order for a
+// nil next. A fault in the memory read (a mapped file truncated meanwhile)
+// comes back as a FaultError.
+func (w *work) pieces1(dst, src []byte, next *atomic.Int64, nPieces, per int) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &FaultError{Value: r}
+		}
+	}()
+	// A truncated mapped file faults on access; turn that into a panic
+	// recovered above rather than a SIGBUS that kills the process.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	for j := 0; ; j++ {
+		i := j
+		if next != nil {
+			i = int(next.Add(1) - 1)
+		}
+		if i >= nPieces {
+			return nil
+		}
+		if w.split > 1 {
+			w.exec(dst, src, i/w.split, i/w.split+1, i%w.split, w.split)
+		} else {
+			w.exec(dst, src, i*per, min((i+1)*per, w.nOuter), 0, 1)
+		}
+	}
 }
 
 // FaultError is returned when the input memory could not be read (a mapped
@@ -447,7 +502,13 @@ func asWords[T any](b []byte) []T {
 func execT[T any](w *work, dst, src []T, dstB, srcB []byte, a, b, part, parts int) {
 	g := &w.g
 	// Decompose a into outer indices.
-	idx := make([]int, len(w.outer))
+	var idxBuf [8]int
+	var idx []int
+	if len(w.outer) <= len(idxBuf) {
+		idx = idxBuf[:len(w.outer)]
+	} else {
+		idx = make([]int, len(w.outer))
+	}
 	bi, bo := g.ibase, g.obase
 	rem := a
 	for x := len(w.outer) - 1; x >= 0; x-- {

@@ -10,6 +10,7 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // Op is the operation.
@@ -215,6 +216,8 @@ type Plan struct {
 	pinv       []int
 	groupInput bool
 	groupDims  []int
+	// whole is Run's gathers, kept for the next Run (wholeRun).
+	whole atomic.Pointer[wholeRun]
 }
 
 // NormIn and NormOut are the shapes as NCHW or NHWC: the layouts without a

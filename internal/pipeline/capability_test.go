@@ -30,7 +30,7 @@ func iptHeader(b []byte) (format.Preamble, error) {
 }
 
 func init() {
-	format.Register(format.Format{Kind: iptKind, Doc: "a test format", Exts: []string{".ipt"}, SniffOrder: 15,
+	format.Register(format.Format{Kind: iptKind, Doc: "a test format", ReadOnly: true, Exts: []string{".ipt"}, SniffOrder: 15,
 		Sniff: func(b []byte) bool { return bytes.HasPrefix(b, []byte("IPT\x00")) },
 		InPlace: &format.InPlace{
 			Parse: func(head []byte, fileBytes int64, _ format.Description) (format.Preamble, error) {
@@ -49,9 +49,6 @@ func init() {
 				return iptHeader(b[:])
 			},
 			HeadBytes: 8,
-		},
-		Preamble: func(h format.Header, _ string) ([]byte, error) {
-			return binary.LittleEndian.AppendUint32([]byte("IPT\x00"), uint32(h.Elements())), nil
 		}})
 }
 

@@ -34,6 +34,13 @@ func (d Details) MarshalJSON() ([]byte, error) {
 // details asks t's format to describe its file, if it can (nil when not,
 // or when the file cannot be described: its decode already said why).
 func details(t *Tensor) Details {
+	if d, ok := t.lazy.(format.Described); ok {
+		kv, err := d.Details()
+		if err != nil {
+			return nil
+		}
+		return kv
+	}
 	f := format.Lookup(t.Kind)
 	if f == nil || f.Describe == nil || t.input == nil {
 		return nil

@@ -92,7 +92,7 @@ func (e *memberError) Unwrap() error { return e.err }
 // names one (an input member that could not be inflated).
 func inMember(kind format.Kind, name string, err error) error {
 	var me *memberError
-	if errors.As(err, &me) {
+	if errors.As(err, &me) || name == "" { // "": a store of one array
 		return err
 	}
 	return fmt.Errorf("%s member %q: %w", kind, name, err)

@@ -155,6 +155,9 @@ func describe(path string, t *Tensor, block ops.Block) *Info {
 	if t.input != nil {
 		info.FileBytes = int64(len(t.input.Data))
 	}
+	if d, ok := t.lazy.(format.Described); ok {
+		info.FileBytes = d.StoredBytes() // a store's chunks
+	}
 	if t.Stored != nil {
 		if t.Stored.Major != 0 { // a versioned header (npy's)
 			info.NpyVersion = strconv.Itoa(t.Stored.Major) + "." + strconv.Itoa(t.Stored.Minor)

@@ -332,6 +332,9 @@ func load(src Source) (*Tensor, error) {
 			return t, nil
 		}
 	}
+	if t, ok, err := loadStore(src); ok {
+		return t, err
+	}
 	in, err := fileio.Open(src.Path, src.Stdin)
 	if err != nil {
 		return nil, pathErr(src.Path, err)
@@ -472,6 +475,13 @@ func decodeArchive(f *format.Format, src Source, in *fileio.Input, want *format.
 	if err != nil {
 		return nil, err
 	}
+	return archiveTensors(f, ar, in, want, shape)
+}
+
+// archiveTensors makes a tensor of each member of an opened container,
+// all sharing the input.
+func archiveTensors(f *format.Format, ar *format.Archive, in *fileio.Input, want *format.DType, shape []int) (*Tensor, error) {
+	var err error
 	if len(ar.Members) == 0 {
 		return nil, fmt.Errorf("%s with no tensors", strings.TrimPrefix(containerName(f.Kind), "is "))
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/depthspace/depthspace/internal/format"
@@ -57,6 +59,13 @@ func transformMembers(opts Options, ts []*Tensor, to format.Kind) (*Result, erro
 			names[i] = t.Name
 		}
 		return nil, pathErr(opts.Path, fmt.Errorf("--member %s matches none of its members (%s)", strings.Join(opts.Members, " --member "), strings.Join(names, ", ")))
+	}
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = outputMemberName(t, to)
+	}
+	if err := checkRename(opts, names); err != nil {
+		return nil, err
 	}
 	if err := checkOutput(opts, to); err != nil {
 		return nil, err
@@ -133,11 +142,15 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan, to format.Kind) [
 	for i, t := range ts {
 		t, p := t, plans[i]
 		name := t.Name // a single tensor's own name (an ONNX TensorProto's)
-		if container && !format.IsContainer(t.Kind) {
-			name = DefaultMemberName
+		if container {
+			name = outputMemberName(t, to)
 		}
 		// A container's member keeps its name, an empty one too: the
-		// output's format carries it or refuses it, never renames it.
+		// output's format carries it or refuses it, never renames it;
+		// only the user does (--rename-member).
+		if to, ok := opts.Rename[name]; ok {
+			name = to
+		}
 		jobs[i] = MemberJob{
 			Name: name, Header: format.Header{DType: t.DType, Shape: p.Out},
 			Producer: producer(p, t, opts.Threads), Compressed: t.Compressed, Meta: t.Meta, From: t.Kind, Threads: opts.Threads,
@@ -247,4 +260,46 @@ func (r *Result) describeFirst() {
 		first := r.Members[0]
 		r.Input, r.InShape, r.OutShape, r.DType = first.Input, first.InShape, first.OutShape, first.DType
 	}
+}
+
+// outputMemberName is the name t has as a member of a container output
+// of format to (before --rename-member): a member's own, empty or not.
+func outputMemberName(t *Tensor, to format.Kind) string {
+	if !format.IsContainer(t.Kind) || format.StoreOf(t.Kind) != nil && t.Name == "" {
+		// One tensor, not a member (a store of one array has no member
+		// name either): arr_0 in an npz, none in a store.
+		return memberName(to, "")
+	}
+	return t.Name
+}
+
+// checkRename refuses a --rename-member whose FROM names none of the
+// output's members (names, before renaming), and renames that would give
+// two members one name: a typo must not pass for a rename, and a
+// container holds each name once.
+func checkRename(opts Options, names []string) error {
+	if len(opts.Rename) == 0 {
+		return nil
+	}
+	for from := range opts.Rename {
+		if !slices.Contains(names, from) {
+			quoted := make([]string, len(names))
+			for i, n := range names {
+				quoted[i] = strconv.Quote(n)
+			}
+			return pathErr(opts.Path, fmt.Errorf("--rename-member %s: no member has that name (its members: %s)", strconv.Quote(from), strings.Join(quoted, ", ")))
+		}
+	}
+	seen := make(map[string]string, len(names))
+	for _, n := range names {
+		out := n
+		if to, ok := opts.Rename[n]; ok {
+			out = to
+		}
+		if other, dup := seen[out]; dup {
+			return pathErr(opts.Path, fmt.Errorf("--rename-member: members %s and %s would both be named %s", strconv.Quote(other), strconv.Quote(n), strconv.Quote(out)))
+		}
+		seen[out] = n
+	}
+	return nil
 }

@@ -89,7 +89,7 @@ func transformTar(opts Options, shard format.Kind) (*Result, error) {
 			return nil, pathErr(displayInput(opts.Path), err)
 		}
 		defer in.Close()
-		if o, err := os.Stat(opts.Output); err == nil && opts.Output != "-" && in.Info != nil && os.SameFile(in.Info, o) {
+		if o, err := os.Stat(opts.Output); err == nil && opts.Output != "-" && in.Info != nil && fileio.SameFile(in.Info, o) {
 			return nil, pathErr(opts.Output, fileio.ErrIsInput)
 		}
 		all, drop = in.Data, in.Drop
@@ -114,6 +114,7 @@ func transformTar(opts Options, shard format.Kind) (*Result, error) {
 	if err := out.Commit(); err != nil {
 		return nil, pathErr(displayName(opts.Output), err)
 	}
+	res.Written = out.Size()
 	return res, nil
 }
 

@@ -38,9 +38,17 @@ type Options struct {
 	// Note, when set, is told what the user should know of a job that
 	// succeeds (what --crop dropped), as "PATH: what".
 	Note func(string)
+	// Rename maps member names to the names they get in the output
+	// (--rename-member FROM=TO): how a name the output's container
+	// cannot carry is written anyway, by the user's choice, never by
+	// ours. Every FROM must name a member.
+	Rename map[string]string
 	// FreshDir: Output's directory was made by this run (a batch into a
 	// new --out-dir), so Output does not exist and is not looked at.
 	FreshDir bool
+	// Store shapes an output that is a store (Zarr): --chunks,
+	// --zarr-codec, --zarr-shard.
+	Store format.WriteOptions
 }
 
 // plan plans the job for one tensor.
@@ -68,6 +76,9 @@ type Result struct {
 	// with its Name; the fields above then describe the first.
 	Name    string    `json:",omitempty"`
 	Members []*Result `json:",omitempty"`
+	// Written is the size of the output file (or object) written, its
+	// headers included: 0 for standard output.
+	Written int64 `json:"-"`
 }
 
 // Transform runs one job: load, plan, run, store. An npz or safetensors
@@ -75,6 +86,10 @@ type Result struct {
 // shard file by file (tar.go).
 func Transform(opts Options) (*Result, error) {
 	if shard := shardKind(opts); shard != "" {
+		if len(opts.Rename) > 0 {
+			// A shard's names are carried as bytes, whatever they hold.
+			return nil, pathErr(opts.Path, errors.New("--rename-member renames members of an npz, safetensors or Polygraphy output; a tar shard's members keep their names"))
+		}
 		return transformTar(opts, shard)
 	}
 	src := opts.Source
@@ -118,6 +133,9 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 	}
 	if format.IsContainer(to) || len(ts) > 1 {
 		return transformMembers(opts, ts, to)
+	}
+	if len(opts.Rename) > 0 {
+		return nil, pathErr(opts.Path, fmt.Errorf("--rename-member renames members of a container output; %s output holds one tensor", to))
 	}
 	plan, err := opts.plan(t)
 	if err != nil {
@@ -180,8 +198,10 @@ func outputKind(to format.Kind, output string, in format.Kind) format.Kind {
 // dest is where the job's result for t goes, with what the job knows of
 // it: the input file it must not overwrite, whether its directory is new.
 func (o *Options) dest(t *Tensor) dest {
+	store := o.Store
+	store.Threads = o.Threads
 	return dest{path: o.Output, stdout: o.Stdout, limit: o.BufferLimit,
-		target: fileio.Target{Input: t.Info(), Fresh: o.FreshDir}}
+		target: fileio.Target{Input: t.Info(), Fresh: o.FreshDir}, store: store}
 }
 
 // checkOutput refuses, before any work, an output the job cannot write:
@@ -209,7 +229,7 @@ func checkOutput(opts Options, to format.Kind) error {
 // as it is created: fileio.CreateFor).
 func checkNotInput(opts Options, t *Tensor) error {
 	if in := t.Info(); in != nil && opts.Output != "-" {
-		if fi, err := os.Stat(opts.Output); err == nil && os.SameFile(in, fi) {
+		if fi, err := os.Stat(opts.Output); err == nil && fileio.SameFile(in, fi) {
 			return pathErr(opts.Output, fileio.ErrIsInput)
 		}
 	}
@@ -227,8 +247,8 @@ func Store(path string, kind format.Kind, h format.Header, stdout io.Writer, lim
 // memberName is the name of a single tensor in an output of format kind:
 // its own name, or numpy's for a positional array in a container.
 func memberName(kind format.Kind, name string) string {
-	if format.IsContainer(kind) && name == "" {
-		return DefaultMemberName
+	if format.IsContainer(kind) && format.StoreOf(kind) == nil && name == "" {
+		return DefaultMemberName // a store of one array has none
 	}
 	return name
 }

@@ -33,6 +33,7 @@ type dest struct {
 	stdout io.Writer // standard output
 	target fileio.Target
 	limit  int // the most memory a member made a batch of items at a time takes
+	store  format.WriteOptions
 }
 
 // writeResult writes jobs as one output of format kind at d, atomically
@@ -45,6 +46,9 @@ func writeResult(d dest, kind format.Kind, jobs []MemberJob) (*Result, error) {
 	f := format.Lookup(kind)
 	if f == nil {
 		return nil, pathErr(displayName(d.path), fmt.Errorf("internal error: no format %q", kind))
+	}
+	if sf := format.StoreOf(kind); sf != nil {
+		return writeStore(d, f, sf, jobs) // a directory (storewrite.go)
 	}
 	out, err := fileio.CreateFor(d.path, d.stdout, d.target)
 	if err != nil {
@@ -73,10 +77,10 @@ func writeResult(d dest, kind format.Kind, jobs []MemberJob) (*Result, error) {
 	}
 	if !f.Container && len(jobs) == 1 && jobs[0].Result != nil {
 		one := jobs[0].Result // the job's own, made for this output
-		one.Name, one.Output = "", d.path
+		one.Name, one.Output, one.Written = "", d.path, out.Size()
 		return one, nil
 	}
-	res := &Result{Output: d.path}
+	res := &Result{Output: d.path, Written: out.Size()}
 	for _, j := range jobs {
 		res.add(j.Result)
 	}

@@ -170,7 +170,7 @@ func argSource(i int, arg string, outInfo os.FileInfo) (source, error) {
 	if err != nil {
 		return &one{it: Item{Input: arg, Rel: base, Key: base, Arg: i, Err: statError(arg, err)}}, nil
 	}
-	if !fi.IsDir() {
+	if !fi.IsDir() || IsStore(arg) {
 		return &one{it: Item{Input: arg, Rel: base, Key: base, Size: fi.Size(), Arg: i}}, nil
 	}
 	if outInfo != nil && os.SameFile(fi, outInfo) {
@@ -234,7 +234,11 @@ func (w *dirWalk) next() (Item, bool) {
 		}
 		e := &f.entries[f.next]
 		f.next++
-		child, crel, ckey := filepath.Join(f.p, e.name), joinRel(f.rel, e.name), joinRel(f.rel, e.key)
+		child, crel := filepath.Join(f.p, e.name), joinRel(f.rel, e.name)
+		ckey := crel // a file's key is its name: the same string
+		if e.key != e.name {
+			ckey = joinRel(f.rel, e.key)
+		}
 		switch {
 		case e.err != nil:
 			return Item{Input: child, Rel: crel, Key: ckey, Arg: w.arg, Err: e.err}, true
@@ -309,6 +313,8 @@ func (w *dirWalk) read(p string) ([]entry, error) {
 			info = target
 		}
 		switch {
+		case info.IsDir() && IsStore(child):
+			out = append(out, entry{name: name, key: name})
 		case info.IsDir():
 			if w.outInfo != nil && os.SameFile(info, w.outInfo) {
 				continue // the output directory: never an input

@@ -184,7 +184,7 @@ func IsDir(path string) bool {
 		return fileio.ObjectIsDir(path)
 	}
 	fi, err := os.Stat(path)
-	return err == nil && fi.IsDir()
+	return err == nil && fi.IsDir() && !IsStore(path)
 }
 
 // isObject: a URL of a place (s3://…), not a local path.

@@ -13,4 +13,5 @@ import (
 	_ "github.com/depthspace/depthspace/internal/format/raw"
 	_ "github.com/depthspace/depthspace/internal/format/safetensors"
 	_ "github.com/depthspace/depthspace/internal/format/tar"
+	_ "github.com/depthspace/depthspace/internal/format/zarr"
 )

@@ -199,7 +199,7 @@ func checkJSONDType(d format.DType) error {
 // Scanner
 
 func init() {
-	format.Register(format.Format{Kind: KindJSON, Text: true, Values: values, Rank: 3, Doc: "a nested JSON array, or {dtype, shape, data}", Exts: []string{".json"}, Sniff: SniffJSON, SniffOrder: 90,
+	format.Register(format.Format{Kind: KindJSON, Text: true, Values: values, Metadata: metadata, Rank: 3, Doc: "a nested JSON array, or {dtype, shape, data}", Exts: []string{".json"}, Sniff: SniffJSON, SniffOrder: 90,
 		Decode: func(b []byte, want *format.DType) (format.Header, []byte, string, error) {
 			h, data, err := DecodeJSON(b, want)
 			return h, data, "", err

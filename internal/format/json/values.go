@@ -1,6 +1,7 @@
 package json
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -37,4 +38,24 @@ func values(dt format.DType, elems [][]byte) ([]string, error) {
 		out[i] = string(v)
 	}
 	return out, nil
+}
+
+// metadata says whether a JSON text is metadata rather than a tensor: an
+// object naming none of a tensor's keys (dtype, shape, data), with no
+// Polygraphy class marker anywhere (a Polygraphy file whose marker is
+// beyond what its sniff reads).
+func metadata(data []byte) bool {
+	if bytes.Contains(data, []byte(`"polygraphy_class"`)) {
+		return false
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(data, &obj) != nil {
+		return false
+	}
+	for _, k := range []string{"dtype", "shape", "data"} {
+		if _, ok := obj[k]; ok {
+			return false
+		}
+	}
+	return true
 }

@@ -675,7 +675,7 @@ func openNpz(b []byte, opt format.OpenOptions) (*format.Archive, error) {
 func npzNames(members []format.MemberSpec) error {
 	for _, m := range members {
 		if err := NpzNameError(m.Name); err != nil {
-			return fmt.Errorf("npz member %q: %w", m.Name, err)
+			return fmt.Errorf("npz member %q: %w (name it with --rename-member)", m.Name, err)
 		}
 	}
 	return nil

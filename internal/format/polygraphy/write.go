@@ -31,7 +31,7 @@ func createPolygraphy(w io.Writer, members []format.MemberSpec, meta any) (forma
 		if !utf8.ValidString(m.Name) {
 			// An npz member's name can be any bytes; JSON would write
 			// U+FFFD in their place, another name.
-			return nil, fmt.Errorf("polygraphy member %q: the name is not UTF-8, and a Polygraphy file (JSON) holds UTF-8 names only", m.Name)
+			return nil, fmt.Errorf("polygraphy member %q: the name is not UTF-8, and a Polygraphy file (JSON) holds UTF-8 names only (name it with --rename-member)", m.Name)
 		}
 	}
 	m, _ := meta.(*PolygraphyMeta)

@@ -407,7 +407,7 @@ func SafetensorsPreamble(members []format.MemberSpec, metadata [][2]string) ([]b
 		if !utf8.ValidString(m.Name) {
 			// An npz member's name can be any bytes; JSON would write
 			// U+FFFD in their place.
-			return nil, fmt.Errorf("safetensors tensor %q: the name is not UTF-8, and a safetensors header (JSON) holds UTF-8 names only", m.Name)
+			return nil, fmt.Errorf("safetensors tensor %q: the name is not UTF-8, and a safetensors header (JSON) holds UTF-8 names only (name it with --rename-member)", m.Name)
 		}
 		name, err := SafetensorsName(m.Header.DType)
 		if err != nil {

@@ -1,0 +1,156 @@
+"""Many tiny files, and one big file on every core, beside the copy tool.
+
+  /usr/bin/python3 bench/tiny.py [--rounds N] [--only tiny5000,tiny1m,big]
+      [--scratch DIR] [--baseline BIN]
+
+Jobs (seeded data in a scratch directory under DIR, removed at the end;
+give a tmpfs such as /dev/shm, or a directory on the disk):
+  tiny5000  5,000 npy files of 48 KiB (float32 [1, 3, 64, 64]) in 100
+            directories: `s2d -b 2 --out-dir` into a new directory, and
+            `cp -r` of the tree
+  tiny1m    1,000,000 npy files of 144 bytes (uint8 [1, 1, 4, 4]) in 1,000
+            directories, the same two commands (about 4 GiB of tmpfs for
+            the three trees, and minutes a round)
+  big       one 1 GiB float32 [4, 64, 1024, 1024] npy, `s2d -b 2 -o` at -j 1
+            and at -j 2, beside `cp`
+--baseline BIN adds BIN (another build of depthspace) running each
+depthspace command, for a ratio to that build.
+
+Every command runs once per round, in turn, its previous output removed
+first (not timed). Printed per command: median wall seconds (min-max),
+median CPU seconds (user + system, GNU time), peak RSS, and the median of
+the per-round ratios of wall and CPU to the peer (`cp -r`, `cp`, or for
+the -j 2 run the -j 1 run). The first round checks a sample of outputs
+against numpy.
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(cmd):
+    """(wall, cpu, peak MiB) of one command, from GNU time."""
+    p = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M"] + cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr}")
+    wall, user, sys_, rss = p.stderr.strip().splitlines()[-1].split()
+    return float(wall), float(user) + float(sys_), int(rss) / 1024
+
+
+def s2d_ref(a):
+    n, c, h, w = a.shape
+    return a.reshape(n, c, h // 2, 2, w // 2, 2).transpose(0, 3, 5, 1, 2, 4).reshape(n, 4 * c, h // 2, w // 2)
+
+
+def check(src, dst, rels):
+    for rel in rels:
+        got = np.load(os.path.join(dst, rel))
+        if got.tobytes() != np.ascontiguousarray(s2d_ref(np.load(os.path.join(src, rel)))).tobytes():
+            sys.exit(f"{rel}: output differs from numpy's")
+
+
+def tree(root, dirs, files, make):
+    rels = []
+    for d in range(dirs):
+        os.makedirs(os.path.join(root, f"d{d:03d}"))
+        for i in range(files):
+            rel = os.path.join(f"d{d:03d}", f"f{i:03d}.npy")
+            with open(os.path.join(root, rel), "wb") as f:
+                f.write(make(d * files + i))
+            if i == 0 and d % max(1, dirs // 20) == 0:
+                rels.append(rel)
+    return rels
+
+
+def npy_bytes(a):
+    import io
+    b = io.BytesIO()
+    np.save(b, a)
+    return b.getvalue()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--only", default="tiny5000,big")
+    ap.add_argument("--scratch", default=None)
+    ap.add_argument("--baseline", default=None)
+    a = ap.parse_args()
+    scratch = tempfile.mkdtemp(prefix="depthspace-tiny-", dir=a.scratch)
+    try:
+        bin_ = os.path.join(scratch, "depthspace")
+        subprocess.run(["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin_, "./cmd/depthspace"],
+                       cwd=ROOT, env=dict(os.environ, CGO_ENABLED="0"), check=True)
+        S = lambda *p: os.path.join(scratch, *p)  # noqa: E731
+        rng = np.random.default_rng(36)
+        builds = [("depthspace", bin_)] + ([("baseline", a.baseline)] if a.baseline else [])
+        jobs = {}
+        for job in a.only.split(","):
+            cmds = {}
+            if job in ("tiny5000", "tiny1m"):
+                if job == "tiny5000":
+                    rels = tree(S("in"), 100, 50, lambda i: npy_bytes(rng.random((1, 3, 64, 64), dtype=np.float32)))
+                else:
+                    head = npy_bytes(np.zeros((1, 1, 4, 4), np.uint8))[:-16]
+                    rels = tree(S("in"), 1000, 1000, lambda i: head + bytes((i + k) & 255 for k in range(16)))
+                for name, b in builds:
+                    cmds[name] = (S("out-" + name), [b, "s2d", "-b", "2", "--out-dir", S("out-" + name), S("in")])
+                cmds["cp -r"] = (S("cp"), ["cp", "-r", S("in"), S("cp")])
+                peer = {k: "cp -r" for k in cmds}
+            elif job == "big":
+                x = np.lib.format.open_memmap(S("big.npy"), mode="w+", dtype=np.float32, shape=(4, 64, 1024, 1024))
+                x[:] = rng.random((1, 64, 1024, 1024), dtype=np.float32)
+                x.flush()
+                del x
+                for name, b in builds:
+                    for j in ("1", "2"):
+                        out = S(f"big-{name}-j{j}.npy")
+                        cmds[f"{name} -j {j}"] = (out, [b, "s2d", "-b", "2", "-j", j, S("big.npy"), "-o", out])
+                cmds["cp"] = (S("big-cp.npy"), ["cp", S("big.npy"), S("big-cp.npy")])
+                peer = {k: (k.replace("-j 2", "-j 1") if k.endswith("-j 2") else "cp") for k in cmds}
+            else:
+                sys.exit(f"unknown job {job}")
+            res = {k: [] for k in cmds}
+            for r in range(a.rounds):
+                for k, (out, cmd) in cmds.items():
+                    if os.path.isdir(out):
+                        shutil.rmtree(out)
+                    elif os.path.exists(out):
+                        os.remove(out)
+                    res[k].append(run(cmd))
+                if r == 0 and job != "big":
+                    for name, _ in builds:
+                        check(S("in"), S("out-" + name), rels)
+            print(f"\n{job} in {a.scratch or tempfile.gettempdir()} ({a.rounds} rounds)")
+            for k, v in res.items():
+                walls, cpus = [x[0] for x in v], [x[1] for x in v]
+                pr = res[peer[k]]
+                rw = statistics.median(x[0] / p[0] for x, p in zip(v, pr))
+                rc = statistics.median(x[1] / max(p[1], 0.005) for x, p in zip(v, pr))
+                print(f"  {k:22s} {statistics.median(walls):7.3f} s ({min(walls):.3f}-{max(walls):.3f})"
+                      f"  cpu {statistics.median(cpus):6.3f} s  peak {max(x[2] for x in v):6.1f} MiB"
+                      f"  wall x{rw:.2f} cpu x{rc:.2f} {peer[k]}")
+            for out, _ in cmds.values():
+                if os.path.isdir(out):
+                    shutil.rmtree(out)
+                elif os.path.exists(out):
+                    os.remove(out)
+            for p in ("in", "big.npy"):
+                if os.path.isdir(S(p)):
+                    shutil.rmtree(S(p))
+                elif os.path.exists(S(p)):
+                    os.remove(S(p))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

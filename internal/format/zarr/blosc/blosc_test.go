@@ -1,0 +1,309 @@
+package blosc
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/depthspace/depthspace/internal/testpeer"
+)
+
+// sample is data that compresses as arrays do: slowly varying values of
+// typesize bytes with some noise, n elements.
+func sample(n, typesize int, seed int64) []byte {
+	r := rand.New(rand.NewSource(seed))
+	b := make([]byte, n*typesize)
+	v := uint64(0)
+	for i := range n {
+		v += uint64(r.Intn(3))
+		for j := range typesize {
+			b[i*typesize+j] = byte(v >> (8 * (j % 8)))
+		}
+		if r.Intn(50) == 0 {
+			b[i*typesize] = byte(r.Intn(256))
+		}
+	}
+	return b
+}
+
+// peerFrames has numcodecs (c-blosc) compress data with every cname and
+// shuffle, typesizes 1…8 and 3, automatic and given block sizes, and
+// returns each frame with what it holds.
+type peerCase struct {
+	Name     string
+	Frame    []byte
+	Data     []byte
+	TypeSize int
+}
+
+func peerFrames(t *testing.T) []peerCase {
+	py := testpeer.Python(t, "numcodecs")
+	dir := t.TempDir()
+	var cases []peerCase
+	var jobs []map[string]any
+	for _, ts := range []int{1, 2, 3, 4, 8, 16, 20} {
+		for _, n := range []int{0, 5, 1000, 70001} {
+			data := sample(n, ts, int64(n*ts))
+			in := filepath.Join(dir, fmt.Sprintf("in%d", len(jobs)))
+			if err := os.WriteFile(in, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, cname := range []string{"blosclz", "lz4", "lz4hc", "zlib", "zstd"} {
+				for _, sh := range []int{0, 1, 2} {
+					for _, bs := range []int{0, 4096} {
+						out := filepath.Join(dir, fmt.Sprintf("out%d", len(jobs)))
+						jobs = append(jobs, map[string]any{"in": in, "out": out, "ts": ts, "cname": cname, "shuffle": sh, "blocksize": bs})
+						cases = append(cases, peerCase{Name: fmt.Sprintf("%s shuffle %d blocksize %d", cname, sh, bs), Data: data, TypeSize: ts})
+					}
+				}
+			}
+		}
+	}
+	spec, _ := json.Marshal(jobs)
+	const script = `
+import json, sys
+import numpy as np
+from numcodecs import blosc
+blosc.use_threads = False
+for j in json.load(open(sys.argv[1])):
+    data = open(j["in"], "rb").read()
+    c = blosc.Blosc(cname=j["cname"], clevel=5, shuffle=j["shuffle"], blocksize=j["blocksize"])
+    arr = np.frombuffer(data, dtype="V%d" % j["ts"]) if data else np.zeros(0, dtype="V%d" % j["ts"])
+    open(j["out"], "wb").write(c.encode(arr))
+`
+	specFile := filepath.Join(dir, "jobs.json")
+	if err := os.WriteFile(specFile, spec, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(py, "-c", script, specFile).CombinedOutput(); err != nil {
+		t.Fatalf("numcodecs: %v\n%s", err, out)
+	}
+	for i, j := range jobs {
+		b, err := os.ReadFile(j["out"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases[i].Frame = b
+	}
+	return cases
+}
+
+func TestDecodeNumcodecsFrames(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range peerFrames(t) {
+		h, err := ParseHeader(c.Frame)
+		if err != nil {
+			t.Fatalf("%s typesize %d, %d bytes: %v", c.Name, c.TypeSize, len(c.Data), err)
+		}
+		seen[fmt.Sprintf("%s/%d", h.Codec(), h.Shuffle())] = true
+		got := make([]byte, len(c.Data))
+		if err := DecodeInto(got, c.Frame); err != nil {
+			t.Fatalf("%s typesize %d, %d bytes (header %+v): %v", c.Name, c.TypeSize, len(c.Data), h, err)
+		}
+		if !bytes.Equal(got, c.Data) {
+			t.Fatalf("%s typesize %d, %d bytes (header %+v): decoded data differ", c.Name, c.TypeSize, len(c.Data), h)
+		}
+	}
+	// Every compressor and shuffle was met compressed, not only copied.
+	for _, want := range []string{"blosclz/0", "blosclz/1", "blosclz/2", "lz4/0", "lz4/1", "lz4/2", "zlib/1", "zlib/2", "zstd/0", "zstd/1", "zstd/2"} {
+		if !seen[want] {
+			t.Errorf("no frame of %s among numcodecs' (seen %v)", want, seen)
+		}
+	}
+}
+
+// TestEncodeReadByNumcodecs: numcodecs decodes what EncodeLZ4 writes,
+// and so does Decode.
+func TestEncodeReadByNumcodecs(t *testing.T) {
+	py := testpeer.Python(t, "numcodecs")
+	dir := t.TempDir()
+	var names []string
+	var want [][]byte
+	for _, ts := range []int{1, 2, 4, 8, 3, 20} {
+		for _, n := range []int{0, 1, 7, 1000, 300001} {
+			for _, sh := range []int{NoShuffle, Shuffle} {
+				data := sample(n, ts, int64(7*n+ts))
+				if n == 300001 && ts == 1 {
+					rand.New(rand.NewSource(1)).Read(data) // incompressible: a copy
+				}
+				frame, err := EncodeLZ4(data, ts, sh)
+				if err != nil {
+					t.Fatal(err)
+				}
+				back := make([]byte, len(data))
+				if err := DecodeInto(back, frame); err != nil || !bytes.Equal(back, data) {
+					t.Fatalf("typesize %d, %d elements, shuffle %d: round trip: %v", ts, n, sh, err)
+				}
+				if n == 0 {
+					continue // numcodecs refuses every empty frame, its own too
+				}
+				name := filepath.Join(dir, fmt.Sprintf("f%d", len(names)))
+				if err := os.WriteFile(name, frame, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				names = append(names, name)
+				want = append(want, data)
+			}
+		}
+	}
+	const script = `
+import sys
+from numcodecs import blosc
+for name in sys.argv[1:]:
+    open(name + ".out", "wb").write(bytes(blosc.decompress(open(name, "rb").read())))
+`
+	if out, err := exec.Command(py, append([]string{"-c", script}, names...)...).CombinedOutput(); err != nil {
+		t.Fatalf("numcodecs: %v\n%s", err, out)
+	}
+	for i, name := range names {
+		got, err := os.ReadFile(name + ".out")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want[i]) {
+			t.Fatalf("%s: numcodecs decoded other bytes", name)
+		}
+	}
+}
+
+// bitUnshuffleOracle is the bit transpose by its definition: bit k of
+// byte j of element i is bit i of row 8·j+k.
+func bitUnshuffleOracle(src []byte, typesize int) []byte {
+	n := len(src) / typesize
+	dst := make([]byte, len(src))
+	if n%8 != 0 {
+		copy(dst, src)
+		return dst
+	}
+	for i := range n {
+		for j := range typesize {
+			for k := range 8 {
+				row := j*8 + k
+				bit := src[row*(n/8)+i/8] >> (i % 8) & 1
+				dst[i*typesize+j] |= bit << k
+			}
+		}
+	}
+	return dst
+}
+
+func TestBitUnshuffleMatchesDefinition(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	for _, ts := range []int{1, 2, 3, 4, 8, 13} {
+		for _, n := range []int{8, 16, 64, 24, 9} {
+			src := make([]byte, n*ts+ts-1)
+			r.Read(src)
+			src = src[:n*ts]
+			dst := make([]byte, len(src))
+			bitUnshuffle(dst, src, make([]byte, len(src)), ts)
+			if want := bitUnshuffleOracle(src, ts); !bytes.Equal(dst, want) {
+				t.Fatalf("typesize %d, %d elements: differs from the definition", ts, n)
+			}
+		}
+	}
+}
+
+func TestShuffleRoundTrip(t *testing.T) {
+	src := sample(1001, 4, 1)[:4003]
+	mid, back := make([]byte, len(src)), make([]byte, len(src))
+	shuffle(mid, src, 4)
+	unshuffle(back, mid, 4)
+	if !bytes.Equal(back, src) {
+		t.Fatal("unshuffle(shuffle(x)) != x")
+	}
+	if mid[0] != src[0] || mid[1] != src[4] || mid[1000] != src[1] {
+		t.Fatal("shuffle does not put byte j of every element together")
+	}
+}
+
+// TestHostileFrames: frames whose header or tables claim more than they
+// hold are refused with an error.
+func TestHostileFrames(t *testing.T) {
+	good, err := EncodeLZ4(sample(5000, 4, 9), 4, Shuffle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set32 := func(b []byte, off int, v uint32) []byte {
+		b = bytes.Clone(b)
+		binary.LittleEndian.PutUint32(b[off:], v)
+		return b
+	}
+	cases := map[string][]byte{
+		"short":             good[:10],
+		"cbytes lies":       set32(good, 12, uint32(len(good)+100)),
+		"truncated":         good[:len(good)-1],
+		"nbytes huge":       set32(good, 4, 1<<31-100),
+		"block size 0":      set32(good, 8, 0),
+		"block start past":  set32(good, 16, uint32(len(good))),
+		"block start in hd": set32(good, 16, 3),
+		"stream size past":  set32(good, int(binary.LittleEndian.Uint32(good[16:])), 1<<30),
+		"version":           append([]byte{9}, good[1:]...),
+		"memcpy size lies":  append(append([]byte{}, good[:2]...), append([]byte{good[2] | flagMemcpyed}, good[3:]...)...),
+	}
+	for name, frame := range cases {
+		dst := make([]byte, 20000)
+		if err := DecodeInto(dst, frame); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+		if _, err := Decode(frame, 20000); err == nil {
+			t.Errorf("%s: Decode: no error", name)
+		}
+	}
+}
+
+// unshuffleBytes is the byte-by-byte unshuffle, the oracle of the word
+// paths.
+func unshuffleBytes(src []byte, typesize int) []byte {
+	dst := make([]byte, len(src))
+	n := len(src) / typesize
+	for j := range typesize {
+		for i := range n {
+			dst[i*typesize+j] = src[j*n+i]
+		}
+	}
+	copy(dst[n*typesize:], src[n*typesize:])
+	return dst
+}
+
+func TestShuffleWordPaths(t *testing.T) {
+	r := rand.New(rand.NewSource(8))
+	for _, ts := range []int{1, 2, 3, 4, 5, 8, 16} {
+		for _, n := range []int{0, 1, 7, 1001} {
+			src := make([]byte, n)
+			r.Read(src)
+			got := make([]byte, n)
+			unshuffle(got, src, ts)
+			if !bytes.Equal(got, unshuffleBytes(src, ts)) {
+				t.Fatalf("unshuffle typesize %d, %d bytes: differs from byte by byte", ts, n)
+			}
+			back := make([]byte, n)
+			shuffle(back, got, ts)
+			if !bytes.Equal(back, src) {
+				t.Fatalf("shuffle typesize %d, %d bytes: not unshuffle's inverse", ts, n)
+			}
+		}
+	}
+}
+
+func BenchmarkUnshuffle(b *testing.B) {
+	src := sample(1<<18, 4, 1)
+	dst := make([]byte, len(src))
+	b.Run("words", func(b *testing.B) {
+		b.SetBytes(int64(len(src)))
+		for range b.N {
+			unshuffle(dst, src, 4)
+		}
+	})
+	b.Run("bytes", func(b *testing.B) {
+		b.SetBytes(int64(len(src)))
+		for range b.N {
+			unshuffleBytes(src, 4)
+		}
+	})
+}

@@ -1,0 +1,162 @@
+package blosc
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/pierrec/lz4/v4"
+)
+
+// l1 is the block size c-blosc starts from (its L1): 32 KiB.
+const l1 = 32 << 10
+
+// EncodeLZ4 compresses src as c-blosc 1.x does with cname lz4, the
+// given typesize and shuffle (NoShuffle or Shuffle): blocks sized as
+// c-blosc sizes them at clevel 5 (what numcodecs writes by default),
+// each split into one lz4 stream per byte of the element, shuffled
+// first. A block that does not shrink is stored as it is; a frame that
+// would be larger than its data is stored as a copy (the memcpyed
+// flag), as c-blosc does. numcodecs, zarr-python and c-blosc read the
+// result.
+func EncodeLZ4(src []byte, typesize, shuffleMode int) ([]byte, error) {
+	if typesize < 1 || typesize > 255 {
+		return nil, fmt.Errorf("blosc typesize %d is out of 1…255", typesize)
+	}
+	if len(src) > 1<<31-1-HeaderSize {
+		return nil, fmt.Errorf("blosc cannot hold a chunk of %d bytes (2 GiB at most)", len(src))
+	}
+	if shuffleMode != NoShuffle && shuffleMode != Shuffle {
+		return nil, errors.New("blosc encoder writes byte shuffle or none")
+	}
+	flags := byte(codeLZ4 << 5)
+	if shuffleMode == Shuffle {
+		flags |= flagShuffle
+	}
+	nbytes := len(src)
+	bs := blockSize(nbytes, typesize)
+	split := typesize <= maxSplits && bs/typesize >= minBufferSize
+	if !split {
+		flags |= flagDontSplit
+	}
+	if nbytes == 0 {
+		out := make([]byte, HeaderSize)
+		putHeader(out, flags, typesize, 0, bs, HeaderSize)
+		return out, nil
+	}
+	nblocks := (nbytes + bs - 1) / bs
+	limit := nbytes + HeaderSize // a frame no larger than a copy
+	// Each block's streams, compressed on several goroutines for a large
+	// frame (blocks are independent), then laid out in order.
+	blocks := make([][]byte, nblocks)
+	workers := 1
+	if nbytes >= parallelBytes {
+		workers = min(runtime.GOMAXPROCS(0), nblocks)
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var c lz4.Compressor
+			tmp := make([]byte, min(bs, nbytes))
+			stream := make([]byte, lz4.CompressBlockBound(bs))
+			for b := w; b < nblocks; b += workers {
+				block := src[b*bs : min((b+1)*bs, nbytes)]
+				leftover := b == nblocks-1 && nbytes%bs != 0
+				if blocks[b], errs[w] = encodeBlock(&c, block, tmp, stream, flags, typesize, split && !leftover); errs[w] != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	size := HeaderSize + 4*nblocks
+	for _, b := range blocks {
+		size += len(b)
+	}
+	var out []byte
+	if size > limit {
+		// Larger than the data: stored as a copy, as c-blosc does.
+		out = make([]byte, limit)
+		copy(out[HeaderSize:], src)
+		flags |= flagMemcpyed
+	} else {
+		out = make([]byte, HeaderSize+4*nblocks, size)
+		for b, blk := range blocks {
+			binary.LittleEndian.PutUint32(out[HeaderSize+4*b:], uint32(len(out)))
+			out = append(out, blk...)
+		}
+	}
+	putHeader(out, flags, typesize, nbytes, bs, len(out))
+	return out, nil
+}
+
+// encodeBlock shuffles one block (when flags say so) and compresses it
+// into one lz4 stream per byte of the element (split) or one, each after
+// its 4-byte size; a stream that does not shrink is stored as it is.
+func encodeBlock(c *lz4.Compressor, block, tmp, stream []byte, flags byte, typesize int, split bool) ([]byte, error) {
+	in := block
+	if flags&flagShuffle != 0 && typesize > 1 {
+		shuffle(tmp[:len(block)], block, typesize)
+		in = tmp[:len(block)]
+	}
+	nsplits := 1
+	if split {
+		nsplits = typesize
+	}
+	neblock := len(in) / nsplits
+	var out []byte
+	for j := range nsplits {
+		part := in[j*neblock : (j+1)*neblock]
+		n, err := c.CompressBlock(part, stream)
+		if err != nil {
+			return nil, err
+		}
+		data := stream[:n]
+		if n == 0 || n >= neblock {
+			data = part
+		}
+		out = binary.LittleEndian.AppendUint32(out, uint32(len(data)))
+		out = append(out, data...)
+	}
+	return out, nil
+}
+
+func putHeader(out []byte, flags byte, typesize, nbytes, blocksize, cbytes int) {
+	out[0], out[1], out[2], out[3] = formatVersion, 1, flags, byte(typesize)
+	binary.LittleEndian.PutUint32(out[4:], uint32(nbytes))
+	binary.LittleEndian.PutUint32(out[8:], uint32(blocksize))
+	binary.LittleEndian.PutUint32(out[12:], uint32(cbytes))
+}
+
+// blockSize is c-blosc's automatic block size for lz4 at clevel 5
+// (compute_blocksize): 32 KiB × 4, then, for a block split by byte,
+// × typesize within 64 KiB…1 MiB; never more than the data, and a
+// multiple of the typesize.
+func blockSize(nbytes, typesize int) int {
+	if nbytes < typesize {
+		return 1
+	}
+	bs := nbytes
+	if nbytes >= l1 {
+		bs = l1 * 4
+	}
+	if typesize <= maxSplits && bs/typesize >= minBufferSize {
+		bs = min(bs, 1<<18) * typesize
+		bs = min(max(bs, 1<<16), 1<<20)
+	}
+	bs = min(bs, nbytes)
+	if bs > typesize {
+		bs = bs / typesize * typesize
+	}
+	return bs
+}

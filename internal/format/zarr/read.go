@@ -1,0 +1,556 @@
+package zarr
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/depthspace/depthspace/internal/format"
+)
+
+// slabBytes bounds the part of an array assembled in memory at once
+// (reading and writing): as many whole rows of chunks of the split axis
+// as fit, at least one, or fewer rows than a chunk's when one row of
+// chunks is larger (each chunk is then decoded once per slab it
+// crosses). 16 MiB: one 16 MiB chunk, whose Blosc blocks decode on
+// several goroutines; smaller chunks go to several goroutines each.
+const slabBytes = 16 << 20
+
+// node is one array of a store: where it lives and its metadata.
+type node struct {
+	st     format.Store
+	prefix string // "" or "a/b/"
+	a      *Array
+}
+
+// openArray reads the array at prefix, v2 or v3, or says there is none
+// (nil, nil).
+func openArray(st format.Store, prefix string) (*Array, error) {
+	if b, err := st.Read(prefix + ".zarray"); err == nil {
+		return parseV2(b)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	b, err := st.Read(prefix + "zarr.json")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	kind, err := parseV3Node(b)
+	if err != nil || kind != "array" {
+		return nil, err
+	}
+	return parseV3(b)
+}
+
+// isGroup says whether prefix holds a group's metadata.
+func isGroup(st format.Store, prefix string) (bool, error) {
+	if _, err := st.Read(prefix + ".zgroup"); err == nil {
+		return true, nil
+	}
+	b, err := st.Read(prefix + "zarr.json")
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	kind, err := parseV3Node(b)
+	return kind == "group", err
+}
+
+// open lists a store's arrays: the root's, or a group's at any depth
+// by path.
+func open(st format.Store, opt format.OpenOptions) (*format.Archive, error) {
+	a, err := openArray(st, "")
+	if err != nil {
+		return nil, err
+	}
+	if a != nil {
+		return &format.Archive{Members: []format.Member{member(st, "", "", a, opt)}, Meta: &Meta{Version: a.Version, Chunks: map[string][]int{"": a.Chunks}, Shapes: map[string][]int{"": a.Header.Shape}}}, nil
+	}
+	g, err := isGroup(st, "")
+	if err != nil {
+		return nil, err
+	}
+	if !g {
+		return nil, errors.New("is not a Zarr store: no .zarray, .zgroup or zarr.json")
+	}
+	meta := &Meta{Version: version(st), Chunks: map[string][]int{}, Shapes: map[string][]int{}}
+	ar := &format.Archive{Meta: meta}
+	if err := walkGroup(st, "", opt, ar); err != nil {
+		return nil, err
+	}
+	return ar, nil
+}
+
+// version is a group's Zarr version.
+func version(st format.Store) int {
+	if _, err := st.Read(".zgroup"); err == nil {
+		return 2
+	}
+	return 3
+}
+
+// walkGroup adds the arrays under the group at prefix, in sorted order of
+// their paths; it goes into subgroups, never into arrays.
+func walkGroup(st format.Store, prefix string, opt format.OpenOptions, ar *format.Archive) error {
+	names, err := st.List(prefix)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		sub, ok := strings.CutSuffix(n, "/")
+		if !ok {
+			continue
+		}
+		p := prefix + sub + "/"
+		a, err := openArray(st, p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", prefix+sub, err)
+		}
+		if a != nil {
+			ar.Members = append(ar.Members, member(st, p, prefix+sub, a, opt))
+			ar.Meta.(*Meta).Chunks[prefix+sub] = a.Chunks
+			ar.Meta.(*Meta).Shapes[prefix+sub] = a.Header.Shape
+			continue
+		}
+		if g, err := isGroup(st, p); err != nil {
+			return fmt.Errorf("%s: %w", prefix+sub, err)
+		} else if g {
+			if err := walkGroup(st, p, opt, ar); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Meta is what a Zarr input keeps for an output of the same format: its
+// version, and each array's chunk shape by member name.
+type Meta struct {
+	Version int
+	Chunks  map[string][]int
+	Shapes  map[string][]int // the arrays' shapes, to tell a kept shape
+}
+
+func member(st format.Store, prefix, name string, a *Array, opt format.OpenOptions) format.Member {
+	threads := opt.Threads
+	if threads < 1 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	return format.Member{Name: name, Header: a.Header, Lazy: &reader{node: node{st: st, prefix: prefix, a: a}, threads: threads}}
+}
+
+// reader decodes an array's chunks into its C-order bytes, a slab of
+// rows at a time, the chunks of a slab on several goroutines.
+type reader struct {
+	node
+	threads int
+	info    survey // info's count of the chunks (info.go)
+}
+
+func (r *reader) InflateData() ([]byte, error) {
+	n := r.a.Header.DataBytes()
+	if n > math.MaxInt {
+		return nil, fmt.Errorf("array of %d bytes is too large", n)
+	}
+	b := make([]byte, 0, n)
+	w := byteSink{&b}
+	return b[:n], r.Inflate(w)
+}
+
+type byteSink struct{ b *[]byte }
+
+func (s byteSink) Write(p []byte) (int, error) { *s.b = append(*s.b, p...); return len(p), nil }
+
+// splitAxis is the axis slabs are cut along: the first whose chunk
+// extent is over 1 (the last axis at most). The axes before it have
+// chunks of 1, so a slab — one index on each of them, a run of rows of
+// this one, all of the axes after — is contiguous in the C-order array
+// and made of whole chunk rows of the axes from it on.
+func splitAxis(unit []int) int {
+	m := 0
+	for m < len(unit)-1 && unit[m] == 1 {
+		m++
+	}
+	return m
+}
+
+// Inflate writes the array's elements to w in C order.
+func (r *reader) Inflate(w io.Writer) error {
+	a := r.a
+	shape := rank0(a.Header.Shape)
+	for _, d := range shape {
+		if d == 0 {
+			return nil
+		}
+	}
+	m := splitAxis(a.Inner)
+	rowBytes := int64(a.Header.DType.Size)
+	for _, d := range shape[m+1:] {
+		rowBytes *= int64(d)
+	}
+	// As many whole chunk rows as fit slabBytes (so that a slab's chunks
+	// go to several goroutines), else fewer rows than one.
+	step := a.Inner[m]
+	if n := slabBytes / (int64(step) * rowBytes); n > 1 {
+		step *= int(n)
+	} else if n == 0 {
+		step = int(max(1, slabBytes/rowBytes))
+	}
+	slab := make([]byte, int64(min(step, shape[m]))*rowBytes)
+	shards := &shardCache{chunks: a.Chunks}
+	for p := range prodInts(shape[:m]) {
+		prefix := unravelInts(p, shape[:m])
+		for r0 := 0; r0 < shape[m]; r0 += step {
+			r1 := min(r0+step, shape[m])
+			buf := slab[:int64(r1-r0)*rowBytes]
+			if err := r.slab(buf, prefix, r0, r1, shards); err != nil {
+				return err
+			}
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			shards.drop(prefix, r1/a.Chunks[m])
+		}
+	}
+	return nil
+}
+
+// slab fills buf with rows r0…r1 of the split axis at the given index
+// of the axes before it.
+func (r *reader) slab(buf []byte, prefix []int, r0, r1 int, shards *shardCache) error {
+	a := r.a
+	shape := rank0(a.Header.Shape)
+	m := len(prefix)
+	// The chunks of the slab: prefix on the axes before m (chunks of 1
+	// there), those crossing r0…r1 on axis m, all of them after.
+	grid := make([]int, len(shape))
+	for i := range shape {
+		grid[i] = (shape[i] + a.Inner[i] - 1) / a.Inner[i]
+	}
+	first := r0 / a.Inner[m]
+	grid[m] = (r1-1)/a.Inner[m] - first + 1
+	var jobs [][]int
+	for p := range prodInts(grid[m:]) {
+		idx := append(slices.Clone(prefix), unravelInts(p, grid[m:])...)
+		idx[m] += first
+		jobs = append(jobs, idx)
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		next int
+		fail error
+	)
+	for range min(r.threads, len(jobs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			chunk := make([]byte, chunkBytes(a))
+			for {
+				mu.Lock()
+				if next == len(jobs) || fail != nil {
+					mu.Unlock()
+					return
+				}
+				j := jobs[next]
+				next++
+				mu.Unlock()
+				// A chunk that is whole rows of the slab is decoded in
+				// place; another into chunk, then copied.
+				dst, direct := r.inSlab(buf, j, r0, r1)
+				if !direct {
+					dst = chunk
+				}
+				if err := r.chunk(dst, j, shards); err != nil {
+					mu.Lock()
+					fail = err
+					mu.Unlock()
+					return
+				}
+				if !direct {
+					// The chunk's extents before m are 1: its bytes are
+					// those of its sub-chunk over the axes from m on.
+					place(buf, chunk, j[m:], r0, r1, shape[m:], a.Inner[m:], a.Header.DType.Size)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return fail
+}
+
+// inSlab is where chunk idx lies in the slab of rows r0…r1 of the split
+// axis when its bytes are a contiguous run of it: the chunk spans the
+// axes after the split axis whole and its rows lie in the slab and the
+// array.
+func (r *reader) inSlab(buf []byte, idx []int, r0, r1 int) ([]byte, bool) {
+	a := r.a
+	shape := rank0(a.Header.Shape)
+	m := splitAxis(a.Inner)
+	if a.FOrder && len(shape) > 1 {
+		return nil, false
+	}
+	for i := m + 1; i < len(shape); i++ {
+		if a.Inner[i] != shape[i] {
+			return nil, false
+		}
+	}
+	lo, hi := idx[m]*a.Inner[m], (idx[m]+1)*a.Inner[m]
+	if lo < r0 || hi > r1 {
+		return nil, false
+	}
+	row := len(buf) / (r1 - r0)
+	return buf[(lo-r0)*row : (hi-r0)*row], true
+}
+
+func chunkBytes(a *Array) int {
+	n := a.Header.DType.Size
+	for _, c := range a.Inner {
+		n *= c
+	}
+	return n
+}
+
+// place copies the part of chunk idx (C order over inner) that lies in
+// rows r0…r1 into buf, the C-order bytes of those rows.
+func place(buf, chunk []byte, idx []int, r0, r1 int, shape, inner []int, size int) {
+	rank := len(shape)
+	ext := make([]int, rank)
+	dstOff, srcOff := 0, 0
+	bshape := append([]int{r1 - r0}, shape[1:]...)
+	dstStrides := cStrides(bshape, size)
+	srcStrides := cStrides(inner, size)
+	for i := range rank {
+		lo, hi := idx[i]*inner[i], min((idx[i]+1)*inner[i], shape[i])
+		if i == 0 {
+			lo, hi = max(lo, r0), min(hi, r1)
+			dstOff += (lo - r0) * dstStrides[0]
+		} else {
+			dstOff += lo * dstStrides[i]
+		}
+		srcOff += (lo - idx[i]*inner[i]) * srcStrides[i]
+		ext[i] = hi - lo
+	}
+	run := ext[rank-1] * size
+	// Walk the outer axes; copy contiguous runs of the last one.
+	pos := make([]int, rank-1)
+	for {
+		copy(buf[dstOff:dstOff+run], chunk[srcOff:srcOff+run])
+		i := rank - 2
+		for ; i >= 0; i-- {
+			pos[i]++
+			dstOff += dstStrides[i]
+			srcOff += srcStrides[i]
+			if pos[i] < ext[i] {
+				break
+			}
+			dstOff -= dstStrides[i] * pos[i]
+			srcOff -= srcStrides[i] * pos[i]
+			pos[i] = 0
+		}
+		if i < 0 {
+			return
+		}
+	}
+}
+
+// chunk fills dst with chunk idx of the read grid (Inner), C order:
+// decoded from the store, or the fill value where the store lacks it.
+func (r *reader) chunk(dst []byte, idx []int, shards *shardCache) error {
+	a := r.a
+	raw, key, err := r.raw(idx, shards)
+	if err != nil {
+		return err
+	}
+	if raw == nil {
+		fill(dst, a.Fill)
+		return nil
+	}
+	if !a.FOrder {
+		if err := a.decode(dst, raw); err != nil {
+			return fmt.Errorf("chunk %s: %w", key, err)
+		}
+		return nil
+	}
+	tmp := make([]byte, len(dst))
+	if err := a.decode(tmp, raw); err != nil {
+		return fmt.Errorf("chunk %s: %w", key, err)
+	}
+	// A Fortran-order chunk is C order over the reversed shape.
+	n := len(a.Inner)
+	rs, st := make([]int, n), cStrides(a.Inner, a.Header.DType.Size)
+	rst := make([]int, n)
+	for i := range n {
+		rs[i], rst[i] = a.Inner[n-1-i], st[n-1-i]
+	}
+	scatter(dst, tmp, rs, rst, a.Header.DType.Size)
+	return nil
+}
+
+func fill(dst, v []byte) {
+	if len(v) == 0 {
+		return
+	}
+	copy(dst, v)
+	for n := len(v); n < len(dst); n *= 2 {
+		copy(dst[n:], dst[:n])
+	}
+}
+
+// raw reads the stored bytes of chunk idx of the read grid, and its key;
+// nil bytes for a chunk the store lacks.
+func (r *reader) raw(idx []int, shards *shardCache) ([]byte, string, error) {
+	a := r.a
+	if a.shard == nil {
+		key := r.prefix + a.key(keyIndex(a, idx))
+		b, err := r.st.Read(key)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, key, nil
+		}
+		if err != nil {
+			return nil, key, fmt.Errorf("chunk %s: %w", key, err)
+		}
+		return b, key, nil
+	}
+	// The shard holding the inner chunk, and its place in the shard.
+	sidx := make([]int, len(idx))
+	pos := 0
+	for i := range idx {
+		per := a.Chunks[i] / a.Inner[i]
+		sidx[i] = idx[i] / per
+		pos = pos*per + idx[i]%per
+	}
+	key := r.prefix + a.key(keyIndex(a, sidx))
+	index, err := shards.index(r, key, sidx)
+	if err != nil {
+		return nil, key, err
+	}
+	if index == nil {
+		return nil, key, nil
+	}
+	off, n := index[2*pos], index[2*pos+1]
+	if off == math.MaxUint64 && n == math.MaxUint64 {
+		return nil, key, nil
+	}
+	if off > math.MaxInt64/2 || n > maxChunkBytes+1<<20 {
+		return nil, key, fmt.Errorf("shard %s: its index puts chunk %d at %d, %d bytes: past any object", key, pos, off, n)
+	}
+	b, err := r.st.ReadRange(key, int64(off), int64(n))
+	if err != nil {
+		return nil, key, fmt.Errorf("shard %s: chunk %d: %w", key, pos, err)
+	}
+	return b, fmt.Sprintf("%s[%d]", key, pos), nil
+}
+
+// keyIndex is the index a key names: a scalar's chunk has none.
+func keyIndex(a *Array, idx []int) []int {
+	if len(a.Header.Shape) == 0 {
+		return nil
+	}
+	return idx
+}
+
+// shardCache keeps the indexes of the shards a slab reads, read once
+// each.
+type shardCache struct {
+	mu     sync.Mutex
+	m      map[string]*shardIndex
+	chunks []int // the shard shape
+}
+
+// shardPrefix is the shard grid index of an array index on the axes
+// before the split axis.
+func (c *shardCache) shardPrefix(prefix []int) []int {
+	out := make([]int, len(prefix))
+	for i, x := range prefix {
+		out[i] = x / c.chunks[i]
+	}
+	return out
+}
+
+type shardIndex struct {
+	once  sync.Once
+	sidx  []int // the shard's index in the shard grid
+	pairs []uint64
+	err   error
+}
+
+// drop forgets the shards a slab order has passed: those at another
+// index of the axes before the split axis, or before row on it (of the
+// shard grid).
+func (c *shardCache) drop(prefix []int, row int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := len(prefix)
+	for k, v := range c.m {
+		if v.sidx[m] < row || !slices.Equal(v.sidx[:m], c.shardPrefix(prefix)) {
+			delete(c.m, k)
+		}
+	}
+}
+
+func (c *shardCache) index(r *reader, key string, sidx []int) ([]uint64, error) {
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[string]*shardIndex{}
+	}
+	e := c.m[key]
+	if e == nil {
+		e = &shardIndex{sidx: sidx}
+		c.m[key] = e
+	}
+	c.mu.Unlock()
+	e.once.Do(func() { e.pairs, e.err = readIndex(r, key) })
+	return e.pairs, e.err
+}
+
+// readIndex reads a shard's index, checks its crc32c, and returns its
+// (offset, nbytes) pairs; nil for a shard the store lacks.
+func readIndex(r *reader, key string) ([]uint64, error) {
+	s := r.a.shard
+	n := int64(s.indexBytes())
+	off := -n
+	if !s.indexAtEnd {
+		off = 0
+	}
+	b, err := r.st.ReadRange(key, off, n)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("shard %s: its index: %w", key, err)
+	}
+	return decodeIndex(s, b, key)
+}
+
+// decodeIndex checks a shard index's bytes (its crc32c) and reads its
+// pairs.
+func decodeIndex(s *sharding, b []byte, key string) ([]uint64, error) {
+	body := b
+	for i := len(s.index.bytes_) - 1; i >= 0; i-- {
+		var err error
+		if body, err = s.index.bytes_[i](body, 16*s.perShard); err != nil {
+			return nil, fmt.Errorf("shard %s: its index: %w", key, err)
+		}
+	}
+	if len(body) != 16*s.perShard {
+		return nil, fmt.Errorf("shard %s: its index is %d bytes, want %d", key, len(body), 16*s.perShard)
+	}
+	pairs := make([]uint64, 2*s.perShard)
+	for i := range pairs {
+		pairs[i] = binary.LittleEndian.Uint64(body[8*i:])
+	}
+	return pairs, nil
+}

@@ -1,0 +1,145 @@
+package fileio
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Dir is a local directory read as a store of objects by key (a
+// slash-separated path under it), for a format that is a directory
+// (package format's Store). Keys never leave the directory.
+type Dir struct {
+	name string // as the user wrote it
+}
+
+// OpenDir gives the store of a local directory, or ok false when name is
+// not one (a file, standard input, an object URL, nothing there).
+func OpenDir(name string) (d *Dir, ok bool) {
+	if name == "-" || IsObject(name) {
+		return nil, false
+	}
+	fi, err := os.Stat(name)
+	if err != nil || !fi.IsDir() {
+		return nil, false
+	}
+	return &Dir{name: name}, true
+}
+
+// Name is the directory as the user named it.
+func (d *Dir) Name() string { return d.name }
+
+// path is a key's file, refusing keys that would leave the directory.
+func (d *Dir) path(key string) (string, error) {
+	clean := path.Clean("/" + key)
+	if key == "" || clean != "/"+strings.TrimSuffix(key, "/") || strings.Contains(key, "\\") {
+		return "", fmt.Errorf("key %q is not a path inside the store", key)
+	}
+	return filepath.Join(d.name, filepath.FromSlash(clean[1:])), nil
+}
+
+// Read returns a whole object.
+func (d *Dir) Read(key string) ([]byte, error) {
+	p, err := d.path(key)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, keyError(key, err)
+	}
+	return b, nil
+}
+
+// ReadRange returns n bytes at off (off < 0: the last -off bytes).
+func (d *Dir) ReadRange(key string, off, n int64) ([]byte, error) {
+	p, err := d.path(key)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, keyError(key, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, keyError(key, err)
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("%s is a directory, not an object", key)
+	}
+	size := fi.Size()
+	if off < 0 {
+		off, n = size+off, -off
+	}
+	if off < 0 || n < 0 || off > size || n > size-off {
+		return nil, fmt.Errorf("%d bytes at %d lie past the object's end (%d bytes)", n, max(off, 0), size)
+	}
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, off); err != nil && !(errors.Is(err, io.EOF) && n == 0) {
+		return nil, keyError(key, err)
+	}
+	return b, nil
+}
+
+// Size is an object's size.
+func (d *Dir) Size(key string) (int64, error) {
+	p, err := d.path(key)
+	if err != nil {
+		return 0, err
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0, keyError(key, err)
+	}
+	if fi.IsDir() {
+		return 0, fmt.Errorf("%s is a directory, not an object", key)
+	}
+	return fi.Size(), nil
+}
+
+// List names the entries directly under dir, sorted; directories (and
+// links to them) end in "/".
+func (d *Dir) List(dir string) ([]string, error) {
+	p := d.name
+	if dir != "" {
+		var err error
+		if p, err = d.path(dir); err != nil {
+			return nil, err
+		}
+	}
+	des, err := os.ReadDir(p)
+	if err != nil {
+		return nil, keyError(dir, err)
+	}
+	var names []string
+	for _, e := range des {
+		n := e.Name()
+		if e.IsDir() {
+			n += "/"
+		} else if e.Type()&os.ModeSymlink != 0 {
+			if fi, err := os.Stat(filepath.Join(p, n)); err == nil && fi.IsDir() {
+				n += "/"
+			}
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// keyError says what went wrong with a key, keeping fs.ErrNotExist for
+// the caller to test.
+func keyError(key string, err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return &os.PathError{Op: "read", Path: key, Err: pe.Err}
+	}
+	return err
+}

@@ -1,0 +1,121 @@
+package fileio
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+)
+
+// DirOutput is a directory being written as a store of objects (a Zarr
+// store): built in a staging directory beside the target, it appears
+// whole at Commit, which puts it in the target's place; a directory
+// already there is replaced only then. Abort, a failure, or a signal
+// (HandleSignals) leaves nothing but the target as it was.
+type DirOutput struct {
+	name    string // the target
+	staging string
+	mu      sync.Mutex
+	made    map[string]bool // directories made in staging
+}
+
+// stagingDirs are the staging directories in flight, removed by the
+// signal handler.
+var stagingDirs sync.Map
+
+// CreateDir starts a store at name. claims says whether a directory
+// already there is a store of the output's format, which Commit then
+// replaces; any other thing there is refused now, before any work.
+func CreateDir(name string, claims func(*Dir) bool) (*DirOutput, error) {
+	if name == "-" || name == "" {
+		return nil, errors.New("a store is a directory: give an output path (-o DIR)")
+	}
+	if fi, err := os.Stat(name); err == nil {
+		if !fi.IsDir() {
+			return nil, errors.New("exists and is not a directory: a store is not written over a file")
+		}
+		if d, _ := OpenDir(name); claims == nil || !claims(d) {
+			return nil, errors.New("is a directory that is not a store of the output's format: not replaced")
+		}
+	}
+	parent := filepath.Dir(name)
+	HandleSignals()
+	createMu.RLock()
+	staging, err := os.MkdirTemp(parent, fmt.Sprintf(TempPattern, filepath.Base(name)))
+	if err == nil {
+		stagingDirs.Store(staging, true)
+	}
+	createMu.RUnlock()
+	if err != nil {
+		return nil, describeOpenError(err)
+	}
+	return &DirOutput{name: name, staging: staging, made: map[string]bool{"": true}}, nil
+}
+
+// Put writes an object; keys never leave the store.
+func (o *DirOutput) Put(key string, data []byte) error {
+	p, err := (&Dir{name: o.staging}).path(key)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(filepath.ToSlash(key))
+	if dir == "." {
+		dir = ""
+	}
+	o.mu.Lock()
+	if !o.made[dir] {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			o.mu.Unlock()
+			return err
+		}
+		o.made[dir] = true
+	}
+	o.mu.Unlock()
+	return os.WriteFile(p, data, 0o644)
+}
+
+// Commit puts the store in the target's place: a store already there is
+// moved aside, the new one renamed in, the old one removed.
+func (o *DirOutput) Commit() error {
+	defer stagingDirs.Delete(o.staging)
+	if err := os.Chmod(o.staging, 0o755); err != nil {
+		o.Abort()
+		return err
+	}
+	var old string
+	if _, err := os.Lstat(o.name); err == nil {
+		old = o.staging + ".old-" + strconv.Itoa(os.Getpid())
+		if err := os.Rename(o.name, old); err != nil {
+			o.Abort()
+			return fmt.Errorf("moving the store already there aside: %w", err)
+		}
+	}
+	if err := os.Rename(o.staging, o.name); err != nil {
+		if old != "" {
+			os.Rename(old, o.name)
+		}
+		o.Abort()
+		return err
+	}
+	if old != "" {
+		return os.RemoveAll(old)
+	}
+	return nil
+}
+
+// Abort removes the staging directory.
+func (o *DirOutput) Abort() {
+	os.RemoveAll(o.staging)
+	stagingDirs.Delete(o.staging)
+}
+
+// removeStaging removes every staging directory in flight (the signal
+// handler's).
+func removeStaging() {
+	stagingDirs.Range(func(k, _ any) bool {
+		os.RemoveAll(k.(string))
+		return true
+	})
+}
