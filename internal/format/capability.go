@@ -84,11 +84,11 @@ func HeadBytes() int {
 	return n
 }
 
-// DescribedFormat returns the format of an input with no format of its
-// own that --dtype and --shape describe (raw), or nil.
-func DescribedFormat() *Format {
+// BareFormat returns the format of an input with no header of its own,
+// that --dtype and --shape describe (raw), or nil.
+func BareFormat() *Format {
 	for _, f := range All() {
-		if f.Described {
+		if f.Bare {
 			return f
 		}
 	}

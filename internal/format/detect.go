@@ -81,9 +81,9 @@ type Format struct {
 	// "F32"), which info shows as the descr; nil: numpy's descr.
 	DTypeName func(d DType) (string, error)
 
-	// Described: a file of the format is not read with its bytes alone
-	// but described by --dtype and --shape (raw).
-	Described bool
+	// Bare: a file of the format has no header: --dtype and --shape
+	// describe it (raw).
+	Bare bool
 	// InPlace: the format's element data follow a header as they are
 	// (capability.go); nil for the others.
 	InPlace *InPlace
@@ -182,7 +182,7 @@ func InTarShard(k Kind) bool { return formats[k] != nil && formats[k].InTar }
 
 // ReadsAlone says whether a file of the format is read with nothing but
 // its bytes (not raw, which needs --dtype and --shape; not a tar shard).
-func ReadsAlone(f *Format) bool { return !f.Described && !f.Shard }
+func ReadsAlone(f *Format) bool { return !f.Bare && !f.Shard }
 
 // Writable says whether --to may name the format.
 func Writable(f *Format) bool { return !f.ReadOnly }

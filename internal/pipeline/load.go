@@ -358,7 +358,7 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 		kind = format.Detect(src.Path, in.Data)
 	}
 	if kind == "" {
-		if f := format.DescribedFormat(); f != nil && src.DType != "" && src.Shape != "" {
+		if f := format.BareFormat(); f != nil && src.DType != "" && src.Shape != "" {
 			kind = f.Kind
 		} else if len(in.Data) == 0 {
 			return nil, errors.New("empty input")
@@ -439,7 +439,7 @@ func loadStream(src Source) (*Tensor, error) {
 	if kind == "" {
 		kind = format.Sniff(head)
 	}
-	if f := format.DescribedFormat(); kind == "" && f != nil && src.DType != "" && src.Shape != "" {
+	if f := format.BareFormat(); kind == "" && f != nil && src.DType != "" && src.Shape != "" {
 		kind = f.Kind
 	}
 	f := format.Lookup(kind)

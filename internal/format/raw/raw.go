@@ -13,7 +13,7 @@ import (
 const KindRaw format.Kind = "raw"
 
 func init() {
-	format.Register(format.Format{Kind: KindRaw, Rank: 2, Described: true, Doc: "the bare element bytes in C order (needs --dtype and --shape)", Aliases: []string{"bin"}, Exts: []string{".raw", ".bin"},
+	format.Register(format.Format{Kind: KindRaw, Rank: 2, Bare: true, Doc: "the bare element bytes in C order (needs --dtype and --shape)", Aliases: []string{"bin"}, Exts: []string{".raw", ".bin"},
 		InPlace:  &format.InPlace{Parse: parse, Read: read},
 		Preamble: func(format.Header, string) ([]byte, error) { return nil, nil }})
 }
