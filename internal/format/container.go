@@ -60,6 +60,9 @@ type Member struct {
 // the data start.
 type Preamble struct {
 	Header
+	// Kind is the format whose header this is (an npz member's is npy's);
+	// Major and Minor its version, 0 for a format without one.
+	Kind         Kind
 	Major, Minor int
 	DataOffset   int64
 }

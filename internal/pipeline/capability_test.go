@@ -96,7 +96,7 @@ func TestInPlaceCapability(t *testing.T) {
 		t.Errorf("info parsed heads of %v bytes, want one of 8 (the header alone)", iptHeads)
 	}
 	in := infos[0]
-	if in.Format != string(iptKind) || in.HeaderBytes == nil || *in.HeaderBytes != 8 || in.FileBytes != int64(len(file)) || in.NpyVersion != "7.0" {
+	if in.Format != string(iptKind) || in.HeaderBytes == nil || *in.HeaderBytes != 8 || in.FileBytes != int64(len(file)) || in.Version != "7.0" {
 		t.Errorf("info: %+v", in)
 	}
 }

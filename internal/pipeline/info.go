@@ -17,13 +17,17 @@ type Info struct {
 	// tensor's name; Compressed says an npz member is deflated.
 	Name       string `json:"name,omitempty"`
 	Compressed bool   `json:"compressed,omitempty"`
-	NpyVersion string `json:"npy_version,omitempty"` // "1.0", "2.0" or "3.0"; npy and npz members
-	Shape      []int  `json:"shape"`
-	DType      string `json:"dtype"` // the numpy name: float32, >i4, bfloat16, S8
-	Descr      string `json:"descr"` // the npy descr it has or would have: <f4
-	ByteOrder  string `json:"byte_order"`
-	Order      string `json:"order"` // "C" (row-major) or "F" (Fortran, column-major)
-	Elements   int    `json:"elements"`
+	// Version is the version of the header the tensor's data follow in
+	// the file ("1.0", "2.0" or "3.0" for npy files and npz members), and
+	// Stored that header's format; the JSON key keeps its first name.
+	Version   string      `json:"npy_version,omitempty"`
+	Stored    format.Kind `json:"-"`
+	Shape     []int       `json:"shape"`
+	DType     string      `json:"dtype"` // the numpy name: float32, >i4, bfloat16, S8
+	Descr     string      `json:"descr"` // the npy descr it has or would have: <f4
+	ByteOrder string      `json:"byte_order"`
+	Order     string      `json:"order"` // "C" (row-major) or "F" (Fortran, column-major)
+	Elements  int         `json:"elements"`
 	// ElementBytes is the size of one element; DataBytes of all of them.
 	ElementBytes int   `json:"element_bytes"`
 	DataBytes    int64 `json:"data_bytes"`
@@ -159,8 +163,9 @@ func describe(path string, t *Tensor, block ops.Block) *Info {
 		info.FileBytes = d.StoredBytes() // a store's chunks
 	}
 	if t.Stored != nil {
-		if t.Stored.Major != 0 { // a versioned header (npy's)
-			info.NpyVersion = strconv.Itoa(t.Stored.Major) + "." + strconv.Itoa(t.Stored.Minor)
+		if t.Stored.Major != 0 {
+			info.Version = strconv.Itoa(t.Stored.Major) + "." + strconv.Itoa(t.Stored.Minor)
+			info.Stored = t.Stored.Kind
 		}
 		h := t.Stored.DataOffset
 		info.HeaderBytes = &h

@@ -152,7 +152,7 @@ func ParseNpy(b []byte) (Npy, error) {
 	if err != nil {
 		return Npy{}, err
 	}
-	return Npy{Header: h, Major: major, Minor: int(b[7]), DataOffset: int64(fixed + hlen)}, nil
+	return Npy{Header: h, Kind: KindNpy, Major: major, Minor: int(b[7]), DataOffset: int64(fixed + hlen)}, nil
 }
 
 // parseDict reads the header: a Python dict literal with exactly the keys
