@@ -482,7 +482,7 @@ func failureLine(err error, input string) string {
 	if input == "" || errors.As(err, &pe) && pe.Path == input {
 		return err.Error()
 	}
-	return input + ": " + err.Error()
+	return pipeline.Escaped(input) + ": " + err.Error()
 }
 
 // outputSize is the size of a complete output object, in place: as this

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/depthspace/depthspace/internal/compare"
+	fileio "github.com/depthspace/depthspace/internal/io"
 	"github.com/depthspace/depthspace/internal/pipeline"
 	"github.com/spf13/cobra"
 )
@@ -139,6 +140,7 @@ output carries the text or --json report.`,
 			return err
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			fileio.PipeErrorsAreErrors() // a report that cannot be written: exit 2
 			err := f.run(cmd, args, s)
 			if err != nil && !errors.Is(err, errDifferent) {
 				// Names (of members, of files) are shown escaped: the

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,5 +125,29 @@ func TestCompareReportNotWritten(t *testing.T) {
 	}
 	if !errors.Is(shownError{syscall.ENOSPC}, syscall.ENOSPC) {
 		t.Error("shownError hides its cause")
+	}
+}
+
+// TestBatchFailureNameEscaped: a batch's failure line names its input
+// escaped as %q escapes (a newline, an escape sequence), so that it is
+// one line and nothing reaches the terminal raw; and a member list in an
+// error line shows an empty name as "".
+func TestBatchFailureNameEscaped(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	if err := os.Mkdir(in, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(in, "x\ny\x1b[31m.npy"), []byte("junk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	code := run([]string{"s2d", "-b", "2", "--progress", "never", "--out-dir", filepath.Join(dir, "out"), in}, nil, io.Discard, &stderr)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2; stderr %q", code, stderr.String())
+	}
+	oneLineEach(t, "batch stderr", stderr.String())
+	if want := `in/x\ny\x1b[31m.npy: `; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q does not name the input as %q", stderr.String(), want)
 	}
 }

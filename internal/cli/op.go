@@ -8,6 +8,7 @@ import (
 	"runtime"
 
 	"github.com/depthspace/depthspace/internal/batch"
+	fileio "github.com/depthspace/depthspace/internal/io"
 	"github.com/depthspace/depthspace/internal/ops"
 	"github.com/depthspace/depthspace/internal/pipeline"
 	"github.com/spf13/cobra"
@@ -287,6 +288,7 @@ func (f *batchFlags) run(job pipeline.Options, args []string, s *streams) error 
 	}
 	if f.json {
 		opts.JSON = s.out
+		fileio.PipeErrorsAreErrors() // records that cannot be written: exit 2
 	}
 	sum, err := batch.Run(opts)
 	if err != nil {

@@ -1,6 +1,8 @@
 package compare
 
 import (
+	"github.com/depthspace/depthspace/internal/pipeline"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -322,7 +324,7 @@ func seconds(d time.Duration) string {
 // return, U+FFFE, U+FFFF) become \xNN or \uNNNN, so that a name made of
 // any bytes still reads as what it was. encoding/xml escapes the rest.
 func xmlSafe(s string) string {
-	return escapeWhere(s, func(r rune) bool { return !xmlChar(r) }, func(b *strings.Builder, c string) {
+	return pipeline.EscapeWhere(s, func(r rune) bool { return !xmlChar(r) }, func(b *strings.Builder, c string) {
 		r, n := utf8.DecodeRuneInString(c)
 		switch {
 		case r == utf8.RuneError && n == 1:

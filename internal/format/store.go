@@ -1,6 +1,9 @@
 package format
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // A format may be a directory of objects rather than one file (Zarr: a
 // store of chunks under a directory or an s3:// prefix). Such a format
@@ -49,6 +52,10 @@ type StoreWriter interface {
 type StoreFormat struct {
 	// Claims says whether a directory is a store of this format.
 	Claims func(st Store) bool
+	// Markers are the object names whose presence in a directory makes
+	// it a store (or a node of one) of this format: how a listing of
+	// keys, which has no directories to ask Claims of, knows a store.
+	Markers []string
 	// Open lists the store's tensors as an archive: one member named ""
 	// for a store of one tensor, else each by its path in the store.
 	Open func(st Store, opt OpenOptions) (*Archive, error)
@@ -103,4 +110,16 @@ func StoreCodecs() []string {
 		}
 	}
 	return names
+}
+
+// StoreMarker names the format whose store marker the last element of
+// key is ("a/b.zarr/zarr.json": zarr3's), or "".
+func StoreMarker(key string) Kind {
+	base := key[strings.LastIndexByte(key, '/')+1:]
+	for _, f := range All() {
+		if f.Store != nil && slices.Contains(f.Store.Markers, base) {
+			return f.Kind
+		}
+	}
+	return ""
 }

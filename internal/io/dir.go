@@ -43,22 +43,11 @@ func (d *Dir) path(key string) (string, error) {
 	return filepath.Join(d.name, filepath.FromSlash(clean[1:])), nil
 }
 
-// Read returns a whole object.
+// Read returns a whole object: the bytes its file holds when opened. A
+// file that is not regular (a device: /dev/zero has no end; a FIFO,
+// whose open waits for a writer) is not an object, and is not opened.
 func (d *Dir) Read(key string) ([]byte, error) {
-	p, err := d.path(key)
-	if err != nil {
-		return nil, err
-	}
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return nil, keyError(key, err)
-	}
-	return b, nil
-}
-
-// ReadRange returns n bytes at off (off < 0: the last -off bytes).
-func (d *Dir) ReadRange(key string, off, n int64) ([]byte, error) {
-	p, err := d.path(key)
+	p, err := d.openable(key)
 	if err != nil {
 		return nil, err
 	}
@@ -71,8 +60,57 @@ func (d *Dir) ReadRange(key string, off, n int64) ([]byte, error) {
 	if err != nil {
 		return nil, keyError(key, err)
 	}
-	if fi.IsDir() {
-		return nil, fmt.Errorf("%s is a directory, not an object", key)
+	if err := regularObject(key, fi); err != nil {
+		return nil, err
+	}
+	b := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, keyError(key, err)
+	}
+	return b, nil
+}
+
+// openable is key's file, if it is a regular file (links followed).
+func (d *Dir) openable(key string) (string, error) {
+	p, err := d.path(key)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return "", keyError(key, err)
+	}
+	return p, regularObject(key, fi)
+}
+
+// regularObject refuses a directory or a special file as an object.
+func regularObject(key string, fi os.FileInfo) error {
+	switch {
+	case fi.IsDir():
+		return fmt.Errorf("%s is a directory, not an object", key)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file (%s), not an object", key, fi.Mode().Type())
+	}
+	return nil
+}
+
+// ReadRange returns n bytes at off (off < 0: the last -off bytes).
+func (d *Dir) ReadRange(key string, off, n int64) ([]byte, error) {
+	p, err := d.openable(key)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, keyError(key, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, keyError(key, err)
+	}
+	if err := regularObject(key, fi); err != nil {
+		return nil, err
 	}
 	size := fi.Size()
 	if off < 0 {
@@ -98,8 +136,8 @@ func (d *Dir) Size(key string) (int64, error) {
 	if err != nil {
 		return 0, keyError(key, err)
 	}
-	if fi.IsDir() {
-		return 0, fmt.Errorf("%s is a directory, not an object", key)
+	if err := regularObject(key, fi); err != nil {
+		return 0, err
 	}
 	return fi.Size(), nil
 }

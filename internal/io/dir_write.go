@@ -19,6 +19,7 @@ type DirOutput struct {
 	staging string
 	mu      sync.Mutex
 	made    map[string]bool // directories made in staging
+	written int64           // the bytes of the objects Put
 }
 
 // stagingDirs are the staging directories in flight, removed by the
@@ -72,8 +73,16 @@ func (o *DirOutput) Put(key string, data []byte) error {
 		}
 		o.made[dir] = true
 	}
+	o.written += int64(len(data))
 	o.mu.Unlock()
 	return os.WriteFile(p, data, 0o644)
+}
+
+// Written is the bytes of every object Put so far: the store's size.
+func (o *DirOutput) Written() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.written
 }
 
 // Commit puts the store in the target's place: a store already there is

@@ -703,8 +703,8 @@ func handleSignals() {
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	go func() {
 		sig := <-ch
-		for sig == syscall.SIGPIPE && objectsUsed.Load() {
-			sig = <-ch // a server's connection broke (place.go): an error, not an exit
+		for sig == syscall.SIGPIPE && (objectsUsed.Load() || reportsOnPipes.Load()) {
+			sig = <-ch // a server's connection or a report's pipe broke (place.go): an error, not an exit
 		}
 		createMu.Lock() // held until exit: no temp file in the making, and no new one
 		tempMu.Lock()

@@ -253,6 +253,20 @@ var (
 // ignores it, and the write's EPIPE is reported as the request's error.
 var objectsUsed atomic.Bool
 
+// reportsOnPipes: this run writes a report (compare's, a batch's --json
+// records), and a report that cannot be written is an error, exit 2
+// (SPEC): a closed pipe must come back as the write's EPIPE, not end the
+// run by SIGPIPE (141) as a filter's output does.
+var reportsOnPipes atomic.Bool
+
+// PipeErrorsAreErrors makes a closed pipe an error of the write (EPIPE)
+// for the rest of the run, instead of the death by SIGPIPE a Unix
+// filter's output takes: for a run whose output is a report.
+func PipeErrorsAreErrors() {
+	reportsOnPipes.Store(true)
+	HandleSignals()
+}
+
 // Ready is p.Ready for a run that is about to talk to p's server.
 func Ready(p Place) error {
 	objectsUsed.Store(true)

@@ -21,7 +21,10 @@ type PathError struct {
 	Err  error
 }
 
-func (e *PathError) Error() string { return e.Path + ": " + e.Err.Error() }
+// Error is the line "PATH: what is wrong", the path escaped (Escaped) so
+// that a name holding a newline or an escape sequence cannot break the
+// line or reach the terminal.
+func (e *PathError) Error() string { return Escaped(e.Path) + ": " + e.Err.Error() }
 func (e *PathError) Unwrap() error { return e.Err }
 
 func pathErr(path string, err error) error {

@@ -32,7 +32,7 @@ func transformMembers(opts Options, ts []*Tensor, to format.Kind) (*Result, erro
 		for i, t := range ts {
 			names[i] = t.Name
 		}
-		return nil, pathErr(opts.Path, fmt.Errorf("%s of %d arrays (%s); %s output holds one tensor: write an .npz or .safetensors (an output named OUT.npz, or --to npz), or pick one with --member", containerName(ts[0].Kind), len(ts), strings.Join(names, ", "), to))
+		return nil, pathErr(opts.Path, fmt.Errorf("%s of %d arrays (%s); %s output holds one tensor: write an .npz or .safetensors (an output named OUT.npz, or --to npz), or pick one with --member", containerName(ts[0].Kind), len(ts), shownNames(names), to))
 	}
 	// Plan every member before writing anything: an impossible shape in
 	// the last member leaves no output at all.
@@ -58,7 +58,7 @@ func transformMembers(opts Options, ts []*Tensor, to format.Kind) (*Result, erro
 		for i, t := range ts {
 			names[i] = t.Name
 		}
-		return nil, pathErr(opts.Path, fmt.Errorf("--member %s matches none of its members (%s)", strings.Join(opts.Members, " --member "), strings.Join(names, ", ")))
+		return nil, pathErr(opts.Path, fmt.Errorf("--member %s matches none of its members (%s)", strings.Join(opts.Members, " --member "), shownNames(names)))
 	}
 	names := make([]string, len(ts))
 	for i, t := range ts {
@@ -283,11 +283,7 @@ func checkRename(opts Options, names []string) error {
 	}
 	for from := range opts.Rename {
 		if !slices.Contains(names, from) {
-			quoted := make([]string, len(names))
-			for i, n := range names {
-				quoted[i] = strconv.Quote(n)
-			}
-			return pathErr(opts.Path, fmt.Errorf("--rename-member %s: no member has that name (its members: %s)", strconv.Quote(from), strings.Join(quoted, ", ")))
+			return pathErr(opts.Path, fmt.Errorf("--rename-member %s: no member has that name (its members: %s)", strconv.Quote(from), shownNames(names)))
 		}
 	}
 	seen := make(map[string]string, len(names))

@@ -2,6 +2,9 @@ package pipeline
 
 import (
 	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/depthspace/depthspace/internal/format"
 	fileio "github.com/depthspace/depthspace/internal/io"
@@ -13,6 +16,14 @@ import (
 // replaced only then, and anything else there is refused before any
 // work.
 func writeStore(d dest, f *format.Format, sf *format.StoreFormat, jobs []MemberJob) (*Result, error) {
+	if fileio.IsObject(d.path) {
+		return nil, pathErr(d.path, fmt.Errorf("a %s store is written to a local directory; s3:// stores are not written yet (write it here, then copy it up)", f.Kind))
+	}
+	for _, j := range jobs {
+		if err := storeNotInput(d.path, j.Input); err != nil {
+			return nil, err
+		}
+	}
 	out, err := fileio.CreateDir(d.path, func(dir *fileio.Dir) bool { return format.StoreKind(dir) != "" })
 	if err != nil {
 		return nil, pathErr(displayName(d.path), err)
@@ -48,10 +59,55 @@ func writeStore(d dest, f *format.Format, sf *format.StoreFormat, jobs []MemberJ
 		}
 		return nil, pathErr(displayName(d.path), err)
 	}
-	res := &Result{Output: d.path}
+	res := &Result{Output: d.path, Written: out.Written()}
 	for _, j := range jobs {
 		res.add(j.Result)
 	}
 	res.describeFirst()
 	return res, nil
+}
+
+// storeNotInput refuses a store output that is its input directory (or
+// a link to it), or lies inside it: the store is replaced at the end, or
+// changed while it is read. A file output over its input is refused the
+// same way (checkNotInput).
+func storeNotInput(out, input string) error {
+	if input == "" || input == "-" || fileio.IsObject(input) {
+		return nil
+	}
+	in, err := filepath.EvalSymlinks(input)
+	if err != nil {
+		return nil // not a path here: the read said so already
+	}
+	in, _ = filepath.Abs(in)
+	o, err := resolveOutput(out)
+	if err != nil {
+		return nil
+	}
+	switch {
+	case o == in:
+		return pathErr(out, errors.New("is the input store (or a link to it); write the result to another path"))
+	case strings.HasPrefix(o, in+string(filepath.Separator)):
+		return pathErr(out, fmt.Errorf("is inside the input %s; write the result to another path", input))
+	}
+	return nil
+}
+
+// resolveOutput is out as an absolute path with its links resolved, as
+// far as it exists (an output store need not exist yet).
+func resolveOutput(out string) (string, error) {
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return "", err
+	}
+	var rest []string
+	for p := abs; ; p = filepath.Dir(p) {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(append([]string{r}, rest...)...), nil
+		}
+		if filepath.Dir(p) == p {
+			return abs, nil
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+	}
 }

@@ -127,7 +127,7 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 			}
 		}
 		if len(picked) != 1 {
-			return nil, pathErr(opts.Path, fmt.Errorf("--member %s matches %d members (%s); %s output holds one tensor", strings.Join(opts.Members, " --member "), len(picked), strings.Join(names, ", "), to))
+			return nil, pathErr(opts.Path, fmt.Errorf("--member %s matches %d members (%s); %s output holds one tensor", strings.Join(opts.Members, " --member "), len(picked), shownNames(names), to))
 		}
 		ts, t = picked, picked[0]
 	}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"iter"
 	"os"
+	"path"
 	"strings"
 
+	"github.com/depthspace/depthspace/internal/format"
 	fileio "github.com/depthspace/depthspace/internal/io"
 	"github.com/depthspace/depthspace/internal/pipeline"
 )
@@ -126,7 +128,19 @@ func (l *objectStream) pullItem() (Item, bool) {
 			rel := urlBase(l.name)
 			return Item{Input: l.name, Rel: rel, Key: rel, Arg: l.arg, Err: &pipeline.PathError{Path: l.name, Err: err}}, true
 		}
-		if !IsTensorName(e.Rel) || (l.skip != "" && strings.HasPrefix(e.Name, l.skip)) {
+		if l.skip != "" && strings.HasPrefix(e.Name, l.skip) {
+			continue
+		}
+		if k := format.StoreMarker(e.Rel); k != "" {
+			// A store under the prefix: one input that a listing of keys
+			// would walk into (its metadata read as a tensor, its chunks
+			// skipped), and that is not read from objects yet.
+			dir := strings.TrimSuffix(e.Name, "/"+e.Rel[strings.LastIndexByte(e.Rel, '/')+1:])
+			rel := path.Dir(e.Rel)
+			return Item{Input: dir, Rel: rel, Key: rel, Arg: l.arg, Err: &pipeline.PathError{Path: dir,
+				Err: fmt.Errorf("is a %s store (it holds %s); s3:// stores are not read yet: copy it to a local directory first", k, path.Base(e.Rel))}}, true
+		}
+		if !IsTensorName(e.Rel) {
 			continue
 		}
 		it := Item{Input: e.Name, Rel: e.Rel, Key: e.Rel, Size: e.Size, Arg: l.arg}

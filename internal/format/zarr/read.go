@@ -33,12 +33,12 @@ type node struct {
 // openArray reads the array at prefix, v2 or v3, or says there is none
 // (nil, nil).
 func openArray(st format.Store, prefix string) (*Array, error) {
-	if b, err := st.Read(prefix + ".zarray"); err == nil {
+	if b, err := readMeta(st, prefix+".zarray"); err == nil {
 		return parseV2(b)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	b, err := st.Read(prefix + "zarr.json")
+	b, err := readMeta(st, prefix+"zarr.json")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -54,10 +54,10 @@ func openArray(st format.Store, prefix string) (*Array, error) {
 
 // isGroup says whether prefix holds a group's metadata.
 func isGroup(st format.Store, prefix string) (bool, error) {
-	if _, err := st.Read(prefix + ".zgroup"); err == nil {
+	if _, err := readMeta(st, prefix+".zgroup"); err == nil {
 		return true, nil
 	}
-	b, err := st.Read(prefix + "zarr.json")
+	b, err := readMeta(st, prefix+"zarr.json")
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -95,7 +95,7 @@ func open(st format.Store, opt format.OpenOptions) (*format.Archive, error) {
 
 // version is a group's Zarr version.
 func version(st format.Store) int {
-	if _, err := st.Read(".zgroup"); err == nil {
+	if _, err := readMeta(st, ".zgroup"); err == nil {
 		return 2
 	}
 	return 3
@@ -415,7 +415,7 @@ func (r *reader) raw(idx []int, shards *shardCache) ([]byte, string, error) {
 	a := r.a
 	if a.shard == nil {
 		key := r.prefix + a.key(keyIndex(a, idx))
-		b, err := r.st.Read(key)
+		b, err := readBounded(r.st, key, maxStoredChunk(a))
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, key, nil
 		}
@@ -553,4 +553,40 @@ func decodeIndex(s *sharding, b []byte, key string) ([]uint64, error) {
 		pairs[i] = binary.LittleEndian.Uint64(body[8*i:])
 	}
 	return pairs, nil
+}
+
+// maxMetaBytes bounds a metadata document (.zarray, .zgroup, zarr.json):
+// what no store's metadata needs, so that a file posing as one is
+// refused before it is read whole.
+const maxMetaBytes = 16 << 20
+
+// readMeta reads a metadata document of at most maxMetaBytes.
+func readMeta(st format.Store, key string) ([]byte, error) {
+	return readBounded(st, key, maxMetaBytes)
+}
+
+// maxStoredChunk bounds one stored chunk of a: its decoded bytes and
+// what a codec can add to them (lz4's, zstd's and Blosc's worst cases
+// are well under an eighth, deflate's a few bytes a block), so that a
+// chunk file far larger than its array could need is refused unread.
+func maxStoredChunk(a *Array) int64 {
+	n := int64(a.Header.DType.Size)
+	for _, c := range a.Chunks {
+		n *= int64(c)
+	}
+	return n + n/8 + 64<<10
+}
+
+// readBounded reads the object key whole if it holds at most limit
+// bytes; a larger one is an error naming its size, before anything is
+// allocated for it.
+func readBounded(st format.Store, key string, limit int64) ([]byte, error) {
+	size, err := st.Size(key)
+	if err != nil {
+		return nil, err
+	}
+	if size > limit {
+		return nil, fmt.Errorf("%s holds %d bytes, more than it can (at most %d): not read", key, size, limit)
+	}
+	return st.Read(key)
 }
