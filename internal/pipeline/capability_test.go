@@ -1,20 +1,25 @@
 package pipeline
 
 import (
+	"archive/tar"
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npy"
+	"github.com/depthspace/depthspace/internal/ops"
 )
 
 // A format registered for these tests only, that the pipeline knows by
 // its capabilities alone: "IPT\x00", a little-endian uint32 n, then n
-// uint8 elements in place (format.InPlace).
+// uint8 elements in place (format.InPlace) of shape [1, 1, 2, n/2]; read
+// only, and worked on in a tar shard by default (ShardDefault).
 const iptKind format.Kind = "ipttest"
 
 // iptHeads records the length of the head each Parse was given.
@@ -26,11 +31,11 @@ func iptHeader(b []byte) (format.Preamble, error) {
 	}
 	u8, _ := format.ParseDType("uint8")
 	n := int(binary.LittleEndian.Uint32(b[4:8]))
-	return format.Preamble{Header: format.Header{DType: u8, Shape: []int{n}}, Major: 7, DataOffset: 8}, nil
+	return format.Preamble{Header: format.Header{DType: u8, Shape: []int{1, 1, 2, n / 2}}, Major: 7, DataOffset: 8}, nil
 }
 
 func init() {
-	format.Register(format.Format{Kind: iptKind, Doc: "a test format", ReadOnly: true, Exts: []string{".ipt"}, SniffOrder: 15,
+	format.Register(format.Format{Kind: iptKind, Doc: "a test format", ReadOnly: true, ShardDefault: true, Exts: []string{".ipt"}, SniffOrder: 15,
 		Sniff: func(b []byte) bool { return bytes.HasPrefix(b, []byte("IPT\x00")) },
 		InPlace: &format.InPlace{
 			Parse: func(head []byte, fileBytes int64, _ format.Description) (format.Preamble, error) {
@@ -98,5 +103,55 @@ func TestInPlaceCapability(t *testing.T) {
 	in := infos[0]
 	if in.Format != string(iptKind) || in.HeaderBytes == nil || *in.HeaderBytes != 8 || in.FileBytes != int64(len(file)) || in.Version != "7.0" {
 		t.Errorf("info: %+v", in)
+	}
+}
+
+// A tar shard's members of a format registered ShardDefault are worked on
+// without --member, and a read-only one's output is written in the Plain
+// format (npy), renamed to its extension; the others are copied.
+func TestShardCapabilities(t *testing.T) {
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	for _, m := range []struct {
+		name string
+		data []byte
+	}{{"000.x.ipt", iptFile(8)}, {"000.cls", []byte("3")}} {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: m.name, Size: int64(len(m.data)), Mode: 0o644}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write(m.data)
+	}
+	tw.Close()
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.tar"), filepath.Join(dir, "out.tar")
+	if err := os.WriteFile(in, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Transform(Options{Request: ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}, Source: Source{Path: in}, Output: out, Threads: 1}); err != nil {
+		t.Fatal(err)
+	}
+	shard, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(bytes.NewReader(shard))
+	var names []string
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		names = append(names, h.Name)
+		data, _ := io.ReadAll(tr)
+		if h.Name != "000.x.npy" {
+			continue
+		}
+		p, err := npy.ParseNpy(data)
+		if err != nil || format.ShapeString(p.Shape) != "1,4,1,2" || len(data)-int(p.DataOffset) != 8 {
+			t.Errorf("000.x.npy: %+v, %v", p, err)
+		}
+	}
+	if strings.Join(names, " ") != "000.x.npy 000.cls" {
+		t.Errorf("output members %q, want the ipt member written as npy, then the copy", names)
 	}
 }
