@@ -67,15 +67,57 @@ func (m *memPlace) Download(name string, f *os.File, from, size int64) error {
 	return err
 }
 
-func (m *memPlace) Upload(name string, f *os.File, size int64) error {
-	data := make([]byte, size)
-	if _, err := f.ReadAt(data, 0); err != nil {
-		return err
+func (m *memPlace) Writer(name string, scratch func() (*os.File, error)) fileio.ObjectWriter {
+	return &memWriter{m: m, name: name, scratch: scratch}
+}
+
+// memWriter keeps the bytes written in f and stores them at Commit.
+type memWriter struct {
+	m       *memPlace
+	name    string
+	scratch func() (*os.File, error)
+	f       *os.File // made by the first Write
+	n       int64
+}
+
+// errBroke is the failure of an object whose key holds "broken", once
+// 1 MiB of it has been sent: a server gone in the middle of an upload.
+var errBroke = errors.New("the connection broke")
+
+func (w *memWriter) Write(p []byte) (int, error) {
+	if strings.Contains(w.name, "broken") && w.n+int64(len(p)) > 1<<20 {
+		return 0, errBroke
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.objects[name] = data
+	if w.f == nil {
+		f, err := w.scratch()
+		if err != nil {
+			return 0, err
+		}
+		w.f = f
+	}
+	n, err := w.f.WriteAt(p, w.n)
+	w.n += int64(n)
+	return n, err
+}
+
+func (w *memWriter) Commit() error {
+	data := make([]byte, w.n)
+	if w.f != nil {
+		defer w.f.Close()
+		if _, err := w.f.ReadAt(data, 0); err != nil && w.n > 0 {
+			return err
+		}
+	}
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	w.m.objects[w.name] = data
 	return nil
+}
+
+func (w *memWriter) Abort() {
+	if w.f != nil {
+		w.f.Close()
+	}
 }
 
 func (m *memPlace) AbortAll() {}
@@ -176,5 +218,47 @@ func TestRunBucketAloneSortsAsItsPrefix(t *testing.T) {
 		if len(recs) != 2 || recs[0].Input != bucket {
 			t.Errorf("%s: records %+v, want its failure first (relative path \"\" sorts before a.npy)", bucket, recs)
 		}
+	}
+}
+
+// An object output is sent while it is computed: a big one (streamed in
+// chunks) whose upload breaks off fails with the output's name, as a
+// full disk does for a file, and leaves no object; the others are made.
+func TestRunObjectUploadBroken(t *testing.T) {
+	chdir(t)
+	writeNpy(t, "in/broken.npy", 1, 4, 1024, 2048) // 8 MiB: two chunks
+	writeNpy(t, "in/whole.npy", 1, 4, 1024, 2048)
+	for _, name := range []string{"broken", "whole"} {
+		data, err := os.ReadFile("in/" + name + ".npy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem.mu.Lock()
+		mem.objects["mem://b/big/"+name+".npy"] = data
+		mem.mu.Unlock()
+	}
+	var stdout, stderr bytes.Buffer
+	sum, err := Run(Options{Inputs: []string{"mem://b/big/"}, OutDir: "mem://b/bigout/", Job: s2d(t), Threads: 2, JSON: &stdout, Stderr: &stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Done != 1 || sum.Failed != 1 {
+		t.Fatalf("%+v: %s", sum, stderr.String())
+	}
+	if want := "depthspace: mem://b/big/broken.npy: mem://b/bigout/broken.npy: the connection broke\n"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q, want the line %q", stderr.String(), want)
+	}
+	if ok, _ := mem.Exists("mem://b/bigout/broken.npy"); ok {
+		t.Error("the broken upload made an object")
+	}
+	if _, err := Run(Options{Inputs: []string{"in/whole.npy"}, OutDir: "out", Job: s2d(t), Threads: 2, Stderr: &stderr}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("out/whole.npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := mem.get("mem://b/bigout/whole.npy"); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("the object is %d bytes (%v), not the %d of the same run into a directory", len(got), err, len(want))
 	}
 }

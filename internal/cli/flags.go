@@ -37,6 +37,9 @@ func (f *inputFlags) register(fl *pflag.FlagSet, member string) {
 
 // source fills how a job's inputs are read.
 func (f *inputFlags) source(src *pipeline.Source) error {
+	if err := checkObjectFlags(); err != nil {
+		return err
+	}
 	src.DType, src.Shape = f.dtype, f.shape
 	for _, g := range f.members {
 		if _, err := path.Match(g, ""); err != nil {

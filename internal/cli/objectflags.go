@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+
 	"github.com/spf13/pflag"
 
 	fileio "github.com/depthspace/depthspace/internal/io"
@@ -16,4 +18,14 @@ const defaultIOJobs = 16
 func objectFlags(fl *pflag.FlagSet) {
 	fl.BoolVar(&fileio.ObjectOptions.Anonymous, "no-sign-request", false, "s3://: send requests unsigned, to read a public bucket without credentials (as the AWS CLI's flag)")
 	fl.IntVar(&fileio.ObjectOptions.Transfers, "io-jobs", defaultIOJobs, "s3://: files a batch keeps in flight (`N`), downloading, computing or uploading; apart from -j, which counts CPU threads")
+}
+
+// checkObjectFlags refuses values the object flags cannot mean: no file
+// in flight would be no batch at all, and quietly taking -j instead
+// would hide the mistake.
+func checkObjectFlags() error {
+	if n := fileio.ObjectOptions.Transfers; n < 1 {
+		return fmt.Errorf("--io-jobs %d must be at least 1", n)
+	}
+	return nil
 }

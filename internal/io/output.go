@@ -51,8 +51,8 @@ type Output struct {
 	// goroutine writes (Commit, Abort).
 	lazy bool
 	fd   int
-	// place: the target is an object there (s3://…); Commit uploads f
-	// (place.go).
+	// place: the target is an object there (s3://…), written as a
+	// stream whose Close makes it (place.go).
 	place Place
 	// pos is where the next Write goes in f, size the end of the
 	// furthest byte written or the size the file was given: the file's
@@ -413,9 +413,6 @@ func (o *Output) Commit() error {
 			o.size = fi.Size()
 		}
 	}
-	if o.place != nil {
-		return o.commitObject(err)
-	}
 	if o.anon {
 		switch {
 		case err != nil:
@@ -458,14 +455,18 @@ func (o *Output) Abort() {
 		return
 	}
 	o.done = true
+	if o.place != nil {
+		o.abortObject() // place.go
+		return
+	}
 	if o.unmap != nil {
 		_ = o.unmap()
 	}
 	switch {
 	case o.stdout != nil:
 		o.stdout.abort(o.f)
-	case o.anon, o.place != nil:
-		o.closeFile() // unnamed: the system frees it; an object is not uploaded
+	case o.anon:
+		o.closeFile() // unnamed: the system frees it
 	case o.f != nil:
 		o.f.Close()
 		untrackRemove(o.tmp)
@@ -612,6 +613,9 @@ func (o *Output) copyAnon() error {
 func unwrapPath(err error) error {
 	if err == nil {
 		return nil // errors.As below would allocate its targets all the same
+	}
+	if _, ok := err.(*ScratchError); ok {
+		return err // it names its scratch file's directory and object itself
 	}
 	var pe *os.PathError
 	if errors.As(err, &pe) {

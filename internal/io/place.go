@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // A Place is where bytes live besides local files and standard input
@@ -20,10 +21,10 @@ import (
 // Objects are one more source and sink: an input is downloaded into an
 // unnamed scratch file (Scratch) and mapped like any file, so every
 // format and the streamed path read it unchanged, and its bytes are
-// page cache, not this process's memory; an output is written into an
-// unnamed scratch file exactly as a local output (WriteAt, Reserve, Map)
-// and uploaded by Commit. Abort, a failed upload or a signal leaves no
-// object and no upload behind.
+// page cache, not this process's memory; an output is a stream written
+// in order, as to a pipe, whose parts are sent while the rest is still
+// computed (Writer), and the object appears at Commit. Abort, a failed
+// upload or a signal leaves no object and no upload behind.
 type Place interface {
 	// Parse checks the form of name and says whether the form alone
 	// names a directory (a prefix: s3://B/P/ or s3://B).
@@ -38,9 +39,11 @@ type Place interface {
 	// Download writes bytes [from, size) of the object name into f at
 	// their own offsets.
 	Download(name string, f *os.File, from, size int64) error
-	// Upload makes the first size bytes of f the object name: all of
-	// them once complete, or nothing.
-	Upload(name string, f *os.File, size int64) error
+	// Writer starts the object name, written in order: parts go out as
+	// they are written, and the object appears whole at Commit, or
+	// never. Bytes it does not hold in memory go through the empty
+	// scratch file scratch makes, which the writer closes.
+	Writer(name string, scratch func() (*os.File, error)) ObjectWriter
 	// AbortAll withdraws every upload in flight and refuses new ones (a
 	// signal arrived; the process exits next).
 	AbortAll()
@@ -55,6 +58,16 @@ type Place interface {
 	// server sends them: a page at a time, never the whole listing held.
 	// An error ends it.
 	List(name string) iter.Seq2[Entry, error]
+}
+
+// An ObjectWriter takes an object's bytes in order (Write), sending them
+// while later ones are still being produced, and makes the object at
+// Commit; Abort, or a failed Commit, leaves neither an object nor an
+// upload.
+type ObjectWriter interface {
+	Write(p []byte) (int, error)
+	Commit() error
+	Abort()
 }
 
 // ObjectOptions are the run's choices for every place: set from the
@@ -211,7 +224,9 @@ func Head(name string, n int64) (head []byte, size int64, err error) {
 	return head[:got], size, nil
 }
 
-// createObject starts an output that Commit uploads as the object name.
+// createObject starts an output that is sent as the object name while it
+// is written: a stream to the pipeline (written in order, as to a pipe),
+// whose parts go out as they are computed; Commit makes the object.
 func createObject(p Place, name string) (*Output, error) {
 	if err := checkObject(p, name, "names a prefix (ends in /), not an object"); err != nil {
 		return nil, err
@@ -220,11 +235,53 @@ func createObject(p Place, name string) (*Output, error) {
 	uploading[p] = true
 	uploadsMu.Unlock()
 	HandleSignals() // a signal aborts the upload in flight
-	f, err := Scratch()
-	if err != nil {
-		return nil, &ScratchError{Op: "making", Object: name, Err: err}
+	scratch := func() (*os.File, error) {
+		f, err := Scratch()
+		if err != nil {
+			return nil, &ScratchError{Op: "making", Object: name, Err: err}
+		}
+		return f, nil
 	}
-	return &Output{Name: name, w: f, f: f, place: p}, nil
+	ow := &objectOutput{name: name, w: p.Writer(name, scratch)}
+	return &Output{Name: name, w: ow, closer: ow, place: p}, nil
+}
+
+// objectOutput is an object output's stream: its Close (Output.Commit)
+// makes the object and records its size (UploadedSize).
+type objectOutput struct {
+	name    string
+	w       ObjectWriter
+	written int64
+}
+
+func (o *objectOutput) Write(p []byte) (int, error) {
+	n, err := o.w.Write(p)
+	o.written += int64(n)
+	if err != nil {
+		if errors.As(err, new(*ScratchError)) {
+			return n, err // the scratch file could not be made
+		}
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			// Only the scratch file fills up: a server's refusal is no
+			// errno of this machine's.
+			return n, &ScratchError{Op: "writing", Object: o.name, Err: err}
+		}
+		return n, unwrapPath(err)
+	}
+	return n, nil
+}
+
+func (o *objectOutput) Close() error {
+	if err := o.w.Commit(); err != nil {
+		return err
+	}
+	uploaded.Store(o.name, o.written)
+	return nil
+}
+
+// abortObject is Output.Abort for an object: nothing is made.
+func (o *Output) abortObject() {
+	o.closer.(*objectOutput).w.Abort()
 }
 
 // checkObject says whether name is well formed and names an object, not
@@ -281,24 +338,6 @@ func abortUploads() {
 	for p := range uploading {
 		p.AbortAll()
 	}
-}
-
-// commitObject uploads the finished output; err is what Commit found
-// before (an unmapping that failed), which uploads nothing.
-func (o *Output) commitObject(err error) error {
-	defer o.f.Close()
-	if err != nil {
-		return unwrapPath(err)
-	}
-	fi, err := o.f.Stat()
-	if err != nil {
-		return unwrapPath(err)
-	}
-	if err := o.place.Upload(o.Name, o.f, fi.Size()); err != nil {
-		return err
-	}
-	uploaded.Store(o.Name, fi.Size())
-	return nil
 }
 
 // uploaded are the sizes of the objects this run has uploaded, until

@@ -12,8 +12,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
@@ -58,12 +58,18 @@ func unsigned(o *s3.Options) {
 
 // put makes the object u from n bytes of f in one PutObject, with their
 // CRC32C. S3 makes it visible only when the whole body has come.
-func (s *Store) put(ctx context.Context, u URL, f *os.File, n int64) error {
+func (s *Store) put(ctx context.Context, u URL, f io.ReaderAt, n int64) error {
 	sum, err := crc32c(f, 0, n)
 	if err != nil {
 		return err
 	}
-	_, err = call(s, u.Bucket, func(o ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	return s.putSum(ctx, u, f, n, sum)
+}
+
+// putSum is put with the CRC32C already known (base64, as the header
+// carries it).
+func (s *Store) putSum(ctx context.Context, u URL, f io.ReaderAt, n int64, sum string) error {
+	_, err := call(s, u.Bucket, func(o ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
 		return s.c.PutObject(ctx, &s3.PutObjectInput{Bucket: &u.Bucket, Key: &u.Key,
 			Body: io.NewSectionReader(f, 0, n), ContentLength: &n, ChecksumCRC32C: &sum,
 			ContentType: aws.String("application/octet-stream")}, append(o, unsigned)...)
@@ -89,11 +95,16 @@ func (s *Store) createUpload(ctx context.Context, u URL) (string, error) {
 
 // putPart uploads part number of the upload: n bytes of f from off, with
 // their CRC32C, which the server checks.
-func (s *Store) putPart(ctx context.Context, u URL, id string, number int32, f *os.File, off, n int64) (types.CompletedPart, error) {
+func (s *Store) putPart(ctx context.Context, u URL, id string, number int32, f io.ReaderAt, off, n int64) (types.CompletedPart, error) {
 	sum, err := crc32c(f, off, n)
 	if err != nil {
 		return types.CompletedPart{}, err
 	}
+	return s.putPartSum(ctx, u, id, number, f, off, n, sum)
+}
+
+// putPartSum is putPart with the part's CRC32C already known.
+func (s *Store) putPartSum(ctx context.Context, u URL, id string, number int32, f io.ReaderAt, off, n int64, sum string) (types.CompletedPart, error) {
 	out, err := call(s, u.Bucket, func(o ...func(*s3.Options)) (*s3.UploadPartOutput, error) {
 		return s.c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &u.Bucket, Key: &u.Key, UploadId: &id, PartNumber: &number,
 			Body: io.NewSectionReader(f, off, n), ContentLength: &n, ChecksumCRC32C: &sum}, append(o, unsigned)...)
@@ -184,11 +195,19 @@ func (s *Store) uploadGone(ctx context.Context, u URL, id string) (bool, error) 
 // crc32c is the CRC32C of n bytes of f from off, as S3's checksum
 // headers carry it: base64 of its 4 big-endian bytes. (The table is
 // made on first use, not when the program starts.)
-func crc32c(f *os.File, off, n int64) (string, error) {
-	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+func crc32c(f io.ReaderAt, off, n int64) (string, error) {
+	h := crc32.New(castagnoli())
 	buf := make([]byte, 256<<10)
 	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, off, n), buf); err != nil {
 		return "", err
 	}
-	return base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, h.Sum32())), nil
+	return crcHeader(h.Sum32()), nil
+}
+
+// castagnoli is CRC32C's table (made once, on first use).
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
+
+// crcHeader is a CRC32C as S3's checksum headers carry it.
+func crcHeader(sum uint32) string {
+	return base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, sum))
 }

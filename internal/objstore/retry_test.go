@@ -230,12 +230,21 @@ func TestUploadMemoryBounded(t *testing.T) {
 	if err := f.Truncate(size); err != nil {
 		t.Fatal(err)
 	}
+	uploadAllocates(t, "an upload", size, func(s *Store) error {
+		return s.Upload(context.Background(), URL{Bucket: "bkt", Key: "k"}, f, size)
+	})
+}
+
+// uploadAllocates runs upload against a server that takes size bytes
+// and checks that it allocated at most 16 MiB in all.
+func uploadAllocates(t *testing.T, what string, size int64, upload func(*Store) error) {
+	t.Helper()
 	srv := &sink{}
 	s := testStore(t, srv)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	if err := s.Upload(context.Background(), URL{Bucket: "bkt", Key: "k"}, f, size); err != nil {
+	if err := upload(s); err != nil {
 		t.Fatal(err)
 	}
 	runtime.ReadMemStats(&after)
@@ -243,9 +252,9 @@ func TestUploadMemoryBounded(t *testing.T) {
 		t.Fatalf("the server got %d bytes, want %d", srv.bytes.Load(), size)
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
-		t.Errorf("an upload of %d MiB allocated %d MiB", size>>20, alloc>>20)
+		t.Errorf("%s of %d MiB allocated %d MiB", what, size>>20, alloc>>20)
 	} else {
-		t.Logf("an upload of %d MiB allocated %.1f MiB", size>>20, float64(alloc)/(1<<20))
+		t.Logf("%s of %d MiB allocated %.1f MiB", what, size>>20, float64(alloc)/(1<<20))
 	}
 }
 

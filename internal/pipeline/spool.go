@@ -254,7 +254,9 @@ func (o *outSpool) send() {
 		} else if sent < ready {
 			n := int(min(int64(len(buf)), ready-sent))
 			if _, err = o.f.ReadAt(buf[:n], sent); err == nil {
-				_, err = o.dst.Write(buf[:n])
+				if _, err = o.dst.Write(buf[:n]); err != nil {
+					err = &writeError{err} // the output's, named so (an object's upload broken off)
+				}
 			}
 			if err == nil {
 				sent += int64(n)

@@ -18,6 +18,17 @@ type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
 
+// failingAfter takes n bytes, then fails as failingWriter.
+type failingAfter struct{ n int }
+
+func (f *failingAfter) Write(p []byte) (int, error) {
+	if len(p) > f.n {
+		return 0, errors.New("broken pipe")
+	}
+	f.n -= len(p)
+	return len(p), nil
+}
+
 // Streams whose jobs cannot go in order a little at a time are spooled
 // (spool.go): with the threshold lowered, every such run of a small
 // tensor takes that path, from a pipe to a file, from a file to a pipe and
@@ -105,6 +116,12 @@ func TestSpooledStreams(t *testing.T) {
 	o := Options{Request: req, Threads: 2, ChunkBytes: 8 << 10, Source: Source{Path: in}, Output: "-", Stdout: failingWriter{}}
 	if _, err := Transform(o); err == nil || !strings.Contains(err.Error(), "broken pipe") {
 		t.Errorf("a failing standard output: err = %v", err)
+	}
+	// One that fails once the data have begun (a server gone in the
+	// middle of an object's upload) fails as the output, not the input.
+	o.Stdout = &failingAfter{n: 16 << 10}
+	if _, err := Transform(o); err == nil || !strings.Contains(err.Error(), "broken pipe") || strings.Contains(err.Error(), in) {
+		t.Errorf("a standard output failing after 16 KiB: err = %v, want the output's failure, not the input's", err)
 	}
 }
 

@@ -64,10 +64,11 @@ func writeResult(d dest, kind format.Kind, jobs []MemberJob) (*Result, error) {
 		if _, ok := err.(*scratchError); ok {
 			return nil, err // "DIR: making a scratch file there (TMPDIR)"
 		}
-		if fileio.IsObject(d.path) && errors.As(err, new(syscall.Errno)) {
-			// An object is built in a scratch file and uploaded by
-			// Commit: a file error before then (a full TMPDIR) is that
-			// file's, not the bucket's.
+		if fileio.IsObject(d.path) && !errors.As(err, new(*fileio.ScratchError)) &&
+			(errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) {
+			// An object goes out through scratch files (the spool, the
+			// parts): a full disk is TMPDIR's, not the bucket's, and no
+			// server's refusal is an errno of this machine's.
 			err = &fileio.ScratchError{Op: "writing", Object: d.path, Err: err}
 		}
 		return nil, pathErr(displayName(d.path), err)

@@ -8,9 +8,6 @@
 package zarr
 
 import (
-	"errors"
-	"io/fs"
-
 	"github.com/depthspace/depthspace/internal/format"
 )
 
@@ -33,11 +30,12 @@ func init() {
 		Store: &format.StoreFormat{Claims: claimsV3, Markers: []string{"zarr.json"}, Open: open, Create: creator(3), Codecs: CodecNames()}})
 }
 
-// has says whether the store holds key. A directory that cannot be read
-// claims nothing: the walk then says why it cannot read it.
+// has says whether the store holds the object key where it can be read:
+// a directory whose markers cannot be read (no permission) is walked and
+// reported as a directory, not taken for a store.
 func has(st format.Store, key string) bool {
 	_, err := st.ReadRange(key, 0, 0)
-	return err == nil || !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission)
+	return err == nil
 }
 
 func claimsV2(st format.Store) bool { return has(st, ".zarray") || has(st, ".zgroup") }

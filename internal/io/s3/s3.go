@@ -63,13 +63,21 @@ func (place) Download(name string, f *os.File, from, size int64) error {
 	return s.Download(context.Background(), u, f, from, size)
 }
 
-func (place) Upload(name string, f *os.File, size int64) error {
+func (place) Writer(name string, scratch func() (*os.File, error)) fileio.ObjectWriter {
 	s, u, err := store(name)
 	if err != nil {
-		return err
+		return failedWriter{err}
 	}
-	return s.Upload(context.Background(), u, f, size)
+	return s.NewPartWriter(context.Background(), u, scratch)
 }
+
+// failedWriter is an object that cannot be written (the client could not
+// be made): every call says why.
+type failedWriter struct{ err error }
+
+func (w failedWriter) Write([]byte) (int, error) { return 0, w.err }
+func (w failedWriter) Commit() error             { return w.err }
+func (w failedWriter) Abort()                    {}
 
 func (place) AbortAll() { objstore.AbortAll() }
 
