@@ -28,7 +28,7 @@ command -v unprocessed_raw >/dev/null || { echo "bench/dng.sh needs LibRaw's unp
 d=$(mktemp -d "$scratch/depthspace-dng-XXXXXX")
 trap 'rm -rf "$d"' EXIT
 CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$d/depthspace" ./cmd/depthspace
-DEPTHSPACE_DNG_BENCH="$d/in $files" go test ./internal/format/ -run '^TestDNGBenchFiles$' -count=1 >/dev/null
+DEPTHSPACE_DNG_BENCH="$d/in $files" go test ./internal/format/dng/ -run '^TestDNGBenchFiles$' -count=1 >/dev/null
 echo "$(nproc) cores; $files DNGs: ljpeg $(du -sh "$d/in/ljpeg" | cut -f1), plain $(du -sh "$d/in/plain" | cut -f1)"
 
 # seconds runs a command once and prints its wall time.

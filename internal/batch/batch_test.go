@@ -16,6 +16,10 @@ import (
 	"time"
 
 	"github.com/depthspace/depthspace/internal/format"
+	jsonfmt "github.com/depthspace/depthspace/internal/format/json"
+	"github.com/depthspace/depthspace/internal/format/npy"
+	"github.com/depthspace/depthspace/internal/format/npz"
+	"github.com/depthspace/depthspace/internal/format/safetensors"
 	"github.com/depthspace/depthspace/internal/ops"
 	"github.com/depthspace/depthspace/internal/pipeline"
 )
@@ -28,7 +32,7 @@ func writeNpy(t testing.TB, name string, shape ...int) {
 		t.Fatal(err)
 	}
 	h := format.Header{DType: dt, Shape: shape}
-	b := format.EncodeNpy(h)
+	b := npy.EncodeNpy(h)
 	for i := 0; i < h.Elements(); i++ {
 		b = append(b, byte(i))
 	}
@@ -318,9 +322,9 @@ func TestSummaryCountsFileBytes(t *testing.T) {
 		limit int
 		out   string
 	}{
-		{"", 0, "out"}, {format.KindNpz, 0, "outnpz"}, {format.KindJSON, 0, "outjson"},
-		{format.KindSafetensors, 0, "outst"}, {"", 64, "outmapped"},
-		{"", 0, "out"}, {format.KindNpz, 0, "outnpz"}, // replacing
+		{"", 0, "out"}, {npz.KindNpz, 0, "outnpz"}, {jsonfmt.KindJSON, 0, "outjson"},
+		{safetensors.KindSafetensors, 0, "outst"}, {"", 64, "outmapped"},
+		{"", 0, "out"}, {npz.KindNpz, 0, "outnpz"}, // replacing
 	} {
 		to, out := run.to, run.out
 		job := s2d(t)

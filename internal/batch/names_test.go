@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npy"
 )
 
 // Two inputs that would write the same output are found however far
@@ -17,10 +18,10 @@ func TestTakenNames(t *testing.T) {
 		rels []string
 		dup  string // the input refused, "" for none
 	}{
-		{format.KindNpy, []string{"a/x.json", "a/x.n.json", "a/x.npy"}, "a/x.npy"},
-		{format.KindNpy, []string{"frames.dat", "frames.dat-1.npy", "frames.dat.npy"}, "frames.dat.npy"},
+		{npy.KindNpy, []string{"a/x.json", "a/x.n.json", "a/x.npy"}, "a/x.npy"},
+		{npy.KindNpy, []string{"frames.dat", "frames.dat-1.npy", "frames.dat.npy"}, "frames.dat.npy"},
 		{"", []string{"x.npy", "x.npy"}, "x.npy"},
-		{format.KindNpy, []string{"x.json", "x0.npy", "y.npy"}, ""},
+		{npy.KindNpy, []string{"x.json", "x0.npy", "y.npy"}, ""},
 	} {
 		var taken takenNames
 		dup := ""
@@ -37,7 +38,7 @@ func TestTakenNames(t *testing.T) {
 	most := 0
 	for i := range 100000 {
 		rel := fmt.Sprintf("run.%06d.npy", i)
-		if _, dup := taken.take(OutputName(rel, format.KindNpy), rel, rel); dup {
+		if _, dup := taken.take(OutputName(rel, npy.KindNpy), rel, rel); dup {
 			t.Fatalf("%s refused", rel)
 		}
 		most = max(most, len(taken))

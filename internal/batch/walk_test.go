@@ -1,7 +1,6 @@
 package batch
 
 import (
-	"github.com/depthspace/depthspace/internal/pipeline"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -9,6 +8,10 @@ import (
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/json"
+	"github.com/depthspace/depthspace/internal/format/npy"
+	"github.com/depthspace/depthspace/internal/format/raw"
+	"github.com/depthspace/depthspace/internal/pipeline"
 )
 
 func TestOutputName(t *testing.T) {
@@ -18,19 +21,19 @@ func TestOutputName(t *testing.T) {
 		want string
 	}{
 		{"a/x.npy", "", "a/x.npy"},
-		{"a/x.npy", format.KindNpy, "a/x.npy"},
-		{"a/x.npy", format.KindJSON, "a/x.json"},
-		{"a/x.JSON", format.KindNpy, "a/x.npy"},
-		{"x.json", format.KindRaw, "x.raw"},
-		{"x.bin", format.KindRaw, "x.bin"},
-		{"x.raw", format.KindRaw, "x.raw"},
-		{"x.bin", format.KindNpy, "x.npy"},
-		{"frames.dat", format.KindNpy, "frames.dat.npy"},
-		{"noext", format.KindJSON, "noext.json"},
-		{"v1.2/x.npy", format.KindJSON, "v1.2/x.json"},
+		{"a/x.npy", npy.KindNpy, "a/x.npy"},
+		{"a/x.npy", json.KindJSON, "a/x.json"},
+		{"a/x.JSON", npy.KindNpy, "a/x.npy"},
+		{"x.json", raw.KindRaw, "x.raw"},
+		{"x.bin", raw.KindRaw, "x.bin"},
+		{"x.raw", raw.KindRaw, "x.raw"},
+		{"x.bin", npy.KindNpy, "x.npy"},
+		{"frames.dat", npy.KindNpy, "frames.dat.npy"},
+		{"noext", json.KindJSON, "noext.json"},
+		{"v1.2/x.npy", json.KindJSON, "v1.2/x.json"},
 		{"x.npy", format.Kind("onnx"), "x.pb"},
 		{"x.pb", format.Kind("npz"), "x.npz"},
-		{"x.npz", format.KindNpy, "x.npy"},
+		{"x.npz", npy.KindNpy, "x.npy"},
 	} {
 		if got := OutputName(c.rel, c.to); got != c.want {
 			t.Errorf("OutputName(%q, %q) = %q, want %q", c.rel, c.to, got, c.want)
@@ -86,7 +89,7 @@ func TestListOrderAndNames(t *testing.T) {
 	if got := inputs(items); got != want {
 		t.Errorf("list:\n got %s\nwant %s", got, want)
 	}
-	items, err = list([]string{"d/a"}, "out", nil, format.KindNpy)
+	items, err = list([]string{"d/a"}, "out", nil, npy.KindNpy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,12 +120,12 @@ func TestListCollision(t *testing.T) {
 	if items, _ := list([]string{"a/x.npy", "b"}, "out", nil, ""); collided(items) == "" {
 		t.Error("collision of a file and a directory: no error")
 	}
-	if items, _ := list([]string{"a", "c"}, "out", nil, format.KindNpy); !strings.Contains(collided(items), "out/x.npy") {
+	if items, _ := list([]string{"a", "c"}, "out", nil, npy.KindNpy); !strings.Contains(collided(items), "out/x.npy") {
 		t.Errorf("collision made by --to: %s", collided(items))
 	}
 	// x.json and x.npz of one directory, with x.npy.d/ between them in
 	// the order: both --to npy.
-	if items, _ := list([]string{"c"}, "out", nil, format.KindNpy); !strings.Contains(collided(items), "c/x.npz: not written: its output out/x.npy is c/x.json's") {
+	if items, _ := list([]string{"c"}, "out", nil, npy.KindNpy); !strings.Contains(collided(items), "c/x.npz: not written: its output out/x.npy is c/x.json's") {
 		t.Errorf("collision across a subdirectory: %s", collided(items))
 	}
 	if items, err := list([]string{"a", "c"}, "out", nil, ""); err != nil || collided(items) != "" {

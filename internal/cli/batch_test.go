@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npy"
 )
 
 // writeTensor writes an npy file of shape [n, c, h, w] and element type
@@ -26,7 +27,7 @@ func writeTensor(t *testing.T, name, dt string, seed, n, c, h, w int) {
 		t.Fatal(err)
 	}
 	hd := format.Header{DType: d, Shape: []int{n, c, h, w}}
-	b := format.EncodeNpy(hd)
+	b := npy.EncodeNpy(hd)
 	data := make([]byte, hd.DataBytes())
 	for i := range data {
 		data[i] = byte(i*7 + seed*13 + i/251)

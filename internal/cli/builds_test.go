@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npy"
 )
 
 // TestBuilds builds the two programs as a user does, plain depthspace
@@ -151,7 +152,7 @@ func denseTensor(t *testing.T, path string) {
 	for i := range data {
 		data[i] = byte(i * 7)
 	}
-	if err := os.WriteFile(path, append(format.EncodeNpy(h), data...), 0o644); err != nil {
+	if err := os.WriteFile(path, append(npy.EncodeNpy(h), data...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

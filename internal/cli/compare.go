@@ -72,11 +72,11 @@ inputs are compared element by element in logical order. Inputs are
 mapped, not loaded, so they may be larger than memory; -j goroutines share
 the work and the report does not depend on their number.
 
-Containers (npz, safetensors, a tar shard's tensor members) are compared
+Containers (` + containerList() + `: a tar shard by its tensor members) are compared
 member by member, matched by name; a member only one side has makes them
 different. Two directories are compared file by file, paired by relative
 path, a file only one side has being a difference. A directory against a
-container (npz, safetensors, tar, Polygraphy) pairs golden/out0.npy with
+container pairs golden/out0.npy with
 the member out0. Tolerances may be given per member, as Polygraphy's:
 --atol out0:1e-5 --atol 1e-3 (1e-5 for out0, 1e-3 for the rest; a plain
 file logits.npy is the member logits). A name no pair has is an error; so

@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npy"
 )
 
 // oneLineEach fails when text has a character that is not printable
@@ -31,7 +32,7 @@ func writeInt16Npy(t *testing.T, path string, vals ...byte) {
 	t.Helper()
 	dt, _ := format.ParseDType("int16")
 	h := format.Header{DType: dt, Shape: []int{len(vals) / 2}}
-	if err := os.WriteFile(path, append(format.EncodeNpy(h), vals...), 0o644); err != nil {
+	if err := os.WriteFile(path, append(npy.EncodeNpy(h), vals...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

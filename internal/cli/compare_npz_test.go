@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npz"
 )
 
 // writeNpz writes an archive of int16 members named by the map keys, in
@@ -16,7 +17,7 @@ import (
 func writeNpz(t *testing.T, path string, names []string, data map[string][]byte) {
 	t.Helper()
 	var buf bytes.Buffer
-	w := format.NewNpzWriter(&buf, false)
+	w := npz.NewNpzWriter(&buf, false)
 	dt, _ := format.ParseDType("int16")
 	for _, n := range names {
 		m, err := w.Member(n, format.Header{DType: dt, Shape: []int{len(data[n]) / 2}})
@@ -112,7 +113,7 @@ func TestCompareDeflatedNpz(t *testing.T) {
 	bigDiff[2*123457] += 5
 	write := func(name string, members map[string][]byte) string {
 		var buf bytes.Buffer
-		w := format.NewNpzWriter(&buf, true)
+		w := npz.NewNpzWriter(&buf, true)
 		for _, n := range []string{"big", "small"} {
 			m, err := w.Member(n, format.Header{DType: dt, Shape: []int{len(members[n]) / 2}})
 			if err != nil {
@@ -160,7 +161,7 @@ func TestCompareDeflatedNpz(t *testing.T) {
 	// A corrupt member on one side only is still an error, not "only in".
 	extra := write("extra.npz", map[string][]byte{"big": big, "small": small}) // its name; rewritten below
 	var buf bytes.Buffer
-	w := format.NewNpzWriter(&buf, true)
+	w := npz.NewNpzWriter(&buf, true)
 	for _, n := range []string{"big", "small", "extra"} {
 		data := map[string][]byte{"big": big, "small": small, "extra": big}[n]
 		m, _ := w.Member(n, format.Header{DType: dt, Shape: []int{len(data) / 2}})

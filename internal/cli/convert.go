@@ -68,8 +68,8 @@ func newConvertCmd(s *streams) *cobra.Command {
 same dtype, shape and values. The output is always C order: a
 Fortran-order npy input is reordered. Binary outputs hold exactly the
 input's element bytes (the npy descr is kept, byte order included); JSON
-follows the text rules of docs/formats.md. A container (npz, safetensors,
-Polygraphy) is converted member by member, names kept.
+follows the text rules of docs/formats.md. A container (` + containerList() + `)
+is converted member by member, names kept.
 
 The output format is --to, else OUTPUT's extension, else the input's
 format. OUTPUT is written to a temporary file and renamed into place when

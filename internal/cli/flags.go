@@ -31,7 +31,7 @@ func (f *inputFlags) register(fl *pflag.FlagSet, member string) {
 	fl.StringVar(&f.from, "from", "", "input format: "+format.Either(format.Names(nil))+" (default: by extension, then by content)")
 	fl.StringVar(&f.dtype, "dtype", "", "element type of raw input or a bare JSON array (float32, uint8, f4, >i2, bfloat16, FLOAT16, ...)")
 	fl.StringVar(&f.shape, "shape", "", "shape of raw input, as D1,D2,...")
-	fl.StringArrayVar(&f.members, "member", nil, "in a container input ("+strings.Join(format.Names(format.IsContainerFormat), ", ")+"), "+member+" (a glob, repeatable)")
+	fl.StringArrayVar(&f.members, "member", nil, "in a container input ("+containerList()+"), "+member+" (a glob, repeatable)")
 	objectFlags(fl) // objectflags.go: --no-sign-request, --io-jobs
 }
 
@@ -158,6 +158,10 @@ func renameSide(s, end string) (name, rest string, ok bool) {
 // formatList is the registered formats for prose: "npy, raw, json, ...
 // or dng".
 func formatList() string { return format.Either(format.Names(nil)) }
+
+// containerList is the registered containers for prose: "npz,
+// safetensors, tar, polygraphy".
+func containerList() string { return strings.Join(format.Names(format.IsContainerFormat), ", ") }
 
 // formatTable is one line per registered format, for the root's help:
 // its name, its extensions and what it is.

@@ -12,6 +12,9 @@ import (
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/json"
+	npyfmt "github.com/depthspace/depthspace/internal/format/npy"
+	"github.com/depthspace/depthspace/internal/format/raw"
 )
 
 // cliCase is what the variant byte of FuzzCLIInput selects: how the input
@@ -74,7 +77,7 @@ func FuzzCLIInput(f *testing.F) {
 	dml := `[[[[0, 18, 1, 19, 2, 20], [36, 54, 37, 55, 38, 56], [3, 21, 4, 22, 5, 23], [39, 57, 40, 58, 41, 59]],
  [[9, 27, 10, 28, 11, 29], [45, 63, 46, 64, 47, 65], [12, 30, 13, 31, 14, 32], [48, 66, 49, 67, 50, 68]]]]`
 	u4, _ := format.ParseDescr("<u4")
-	npy := append(format.EncodeNpy(format.Header{DType: u4, Shape: []int{1, 2, 4, 6}}), make([]byte, 4*48)...)
+	npy := append(npyfmt.EncodeNpy(format.Header{DType: u4, Shape: []int{1, 2, 4, 6}}), make([]byte, 4*48)...)
 	for _, v := range []uint8{0, 4, 8, 32, 64 + 16, 128} {
 		f.Add(npy, v)
 	}
@@ -150,14 +153,14 @@ func checkResult(t *testing.T, c cliCase, dir string, stdout []byte) {
 			t.Errorf("success with -o FILE and %d bytes on stdout", len(stdout))
 		}
 	}
-	inputKind := map[string]format.Kind{"in.npy": format.KindNpy, "in.json": format.KindJSON, "in.bin": format.KindRaw}[c.input]
+	inputKind := map[string]format.Kind{"in.npy": npyfmt.KindNpy, "in.json": json.KindJSON, "in.bin": raw.KindRaw}[c.input]
 	switch {
-	case c.toJSON, c.out == "-" && inputKind == format.KindJSON:
-		if _, _, err := format.DecodeJSON(out, nil); err != nil {
+	case c.toJSON, c.out == "-" && inputKind == json.KindJSON:
+		if _, _, err := json.DecodeJSON(out, nil); err != nil {
 			t.Fatalf("the JSON written does not read back: %v\n%s", err, out)
 		}
-	case c.out != "-" || inputKind == format.KindNpy:
-		n, err := format.ParseNpy(out)
+	case c.out != "-" || inputKind == npyfmt.KindNpy:
+		n, err := npyfmt.ParseNpy(out)
 		if err != nil {
 			t.Fatalf("the npy written does not read back: %v", err)
 		}
@@ -189,7 +192,7 @@ func TestRunDoesNotLeakGoroutines(t *testing.T) {
 func TestHostileClaimsAllocateLittle(t *testing.T) {
 	dir := t.TempDir()
 	f4, _ := format.ParseDescr("<f4")
-	claim := format.EncodeNpy(format.Header{DType: f4, Shape: []int{1, 1, 65536, 16384}})
+	claim := npyfmt.EncodeNpy(format.Header{DType: f4, Shape: []int{1, 1, 65536, 16384}})
 	files := map[string][]byte{
 		"claim.npy":  append(claim, make([]byte, 16)...),
 		"hlen.npy":   []byte("\x93NUMPY\x02\x00\xff\xff\x0f\x00{"),
@@ -288,7 +291,7 @@ var cliCommands = []cliCommand{
 // no output after a failure, no temporary file, the input unchanged.
 func FuzzCLICommands(f *testing.F) {
 	u4, _ := format.ParseDescr("<u4")
-	npy := append(format.EncodeNpy(format.Header{DType: u4, Shape: []int{1, 2, 4, 6}}), make([]byte, 4*48)...)
+	npy := append(npyfmt.EncodeNpy(format.Header{DType: u4, Shape: []int{1, 2, 4, 6}}), make([]byte, 4*48)...)
 	for c := 0; c < len(cliCommands); c++ {
 		f.Add(npy, uint8(c<<3))
 		f.Add([]byte(`[[[[1, 2], [3, 4]]]]`), uint8(c<<3|1))
@@ -315,7 +318,7 @@ func FuzzCLICommands(f *testing.F) {
 		c := cliCommands[(int(cmd>>3&15)+16*half)%len(cliCommands)]
 		in := filepath.Join(dir, name)
 		files := map[string][]byte{name: data, "in.copy": data}
-		good := append(format.EncodeNpy(format.Header{DType: u4, Shape: []int{1, 1, 2, 2}}), make([]byte, 16)...)
+		good := append(npyfmt.EncodeNpy(format.Header{DType: u4, Shape: []int{1, 1, 2, 2}}), make([]byte, 16)...)
 		files["good.npy"] = good
 		files["good.json"] = []byte(`{"dtype": "uint32", "shape": [1, 1, 2, 2], "data": [[[[0, 0], [0, 0]]]]}`)
 		if int(cmd&7)+8*half == 2 {
@@ -396,7 +399,7 @@ func TestConvertToNpz(t *testing.T) {
 	dir := t.TempDir()
 	u4, _ := format.ParseDescr("<u4")
 	in := filepath.Join(dir, "in.npy")
-	if err := os.WriteFile(in, append(format.EncodeNpy(format.Header{DType: u4, Shape: []int{1, 1, 2, 2}}), make([]byte, 16)...), 0o644); err != nil {
+	if err := os.WriteFile(in, append(npyfmt.EncodeNpy(format.Header{DType: u4, Shape: []int{1, 1, 2, 2}}), make([]byte, 16)...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var stderr bytes.Buffer

@@ -205,8 +205,8 @@ func writeInfoLine(tw io.Writer, in *pipeline.Info) {
 	// the row stays one row and its columns stay aligned.
 	name = compare.Name(name)
 	kind := in.Format
-	if in.NpyVersion != "" && in.Format == "npy" {
-		kind += " " + in.NpyVersion
+	if in.Version != "" && !format.IsContainer(format.Kind(in.Format)) {
+		kind += " " + in.Version
 	}
 	if in.Compressed {
 		kind += " deflated"
@@ -242,11 +242,11 @@ func writeInfo(w io.Writer, in *pipeline.Info) error {
 	kind := in.Format
 	switch {
 	case in.Compressed: // a deflated member (npz)
-		kind += " member, deflated, npy " + in.NpyVersion
-	case in.NpyVersion != "" && format.IsContainer(format.Kind(in.Format)):
-		kind += " member, npy " + in.NpyVersion // an npy file inside (npz, Polygraphy's base64)
-	case in.NpyVersion != "":
-		kind += " " + in.NpyVersion
+		kind += " member, deflated, " + string(in.Stored) + " " + in.Version
+	case in.Version != "" && format.IsContainer(format.Kind(in.Format)):
+		kind += " member, " + string(in.Stored) + " " + in.Version // a file inside (npz, Polygraphy's base64)
+	case in.Version != "":
+		kind += " " + in.Version
 	}
 	row("format", kind)
 	shape := format.ShapeString(in.Shape)

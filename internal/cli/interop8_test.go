@@ -12,6 +12,8 @@ import (
 
 	"github.com/depthspace/depthspace/internal/explain"
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npy"
+	"github.com/depthspace/depthspace/internal/format/npz"
 	"github.com/depthspace/depthspace/internal/ops"
 	"github.com/depthspace/depthspace/internal/testpeer"
 )
@@ -82,7 +84,7 @@ func TestExplainRecipeNumpy(t *testing.T) {
 		data := make([]byte, h.DataBytes())
 		rng.Read(data)
 		in := filepath.Join(dir, "in"+string(rune('a'+i))+".npy")
-		if err := os.WriteFile(in, append(format.EncodeNpy(h), data...), 0o644); err != nil {
+		if err := os.WriteFile(in, append(npy.EncodeNpy(h), data...), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		out := strings.TrimSuffix(in, ".npy") + ".out.npy"
@@ -156,7 +158,7 @@ func TestNpzMembersCLI(t *testing.T) {
 	}
 	for _, compress := range []bool{false, true} {
 		var buf bytes.Buffer
-		w := format.NewNpzWriter(&buf, compress)
+		w := npz.NewNpzWriter(&buf, compress)
 		for i := range members {
 			m := &members[i]
 			h := format.Header{DType: mustDType(t, m.descr), Shape: m.shape}
@@ -196,7 +198,7 @@ func TestNpzMembersCLI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := format.ReadNpz(b)
+			got, err := npz.ReadNpz(b)
 			if err != nil {
 				t.Fatal(err)
 			}

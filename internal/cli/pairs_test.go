@@ -9,6 +9,10 @@ import (
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npy"
+	"github.com/depthspace/depthspace/internal/format/onnx"
+	"github.com/depthspace/depthspace/internal/format/png"
+	"github.com/depthspace/depthspace/internal/format/safetensors"
 )
 
 // TestFormatPairs: a tensor converted into format A, then from A into B,
@@ -29,13 +33,13 @@ func TestFormatPairs(t *testing.T) {
 	canHold := func(f string, d format.DType, shape []int) bool {
 		switch f {
 		case "png":
-			_, _, err := format.PNGShape(format.Header{DType: d, Shape: shape})
+			_, _, err := png.PNGShape(format.Header{DType: d, Shape: shape})
 			return err == nil
 		case "safetensors":
-			_, err := format.SafetensorsName(d)
+			_, err := safetensors.SafetensorsName(d)
 			return err == nil
 		case "onnx":
-			_, err := format.ONNXDataType(d)
+			_, err := onnx.ONNXDataType(d)
 			return err == nil
 		}
 		return true
@@ -79,7 +83,7 @@ func TestFormatPairs(t *testing.T) {
 			}
 		}
 		src := filepath.Join(dir, "src.npy")
-		if err := os.WriteFile(src, append(format.EncodeNpy(h), data...), 0o644); err != nil {
+		if err := os.WriteFile(src, append(npy.EncodeNpy(h), data...), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		for _, a := range formats {
@@ -108,7 +112,7 @@ func TestFormatPairs(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				npy, err := format.ParseNpy(got)
+				npy, err := npy.ParseNpy(got)
 				if err != nil {
 					t.Fatal(err)
 				}

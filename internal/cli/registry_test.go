@@ -4,12 +4,26 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
 	"github.com/depthspace/depthspace/internal/walk"
 )
+
+// registryList says whether words are, in order, the registry's list of
+// the formats of some kind: all of them, the writable ones, the
+// containers.
+func registryList(words []string) bool {
+	for _, keep := range []func(*format.Format) bool{nil, format.Writable, format.IsContainerFormat} {
+		if slices.Equal(words, format.Names(keep)) {
+			return true
+		}
+	}
+	return false
+}
 
 // TestRegistryEverywhere: every registered format appears in every list
 // a user sees, so that registering a format is all it takes. A format
@@ -36,6 +50,26 @@ func TestRegistryEverywhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := out("--help")
+	// A list of formats in a command's prose ("npy, raw, json") is the
+	// registry's whole list, never a hand-written part of it.
+	names := map[string]bool{}
+	for _, n := range format.Names(nil) {
+		names[n] = true
+	}
+	list := regexp.MustCompile(`[a-z0-9]+(?:, [a-z0-9]+)+(?:,? or [a-z0-9]+)?`)
+	for _, cmd := range []string{"s2d", "d2s", "reorder", "convert", "info", "compare"} {
+		help := strings.Join(strings.Fields(out(cmd, "--help")), " ")
+		for _, l := range list.FindAllString(help, -1) {
+			words := strings.FieldsFunc(strings.ReplaceAll(l, " or ", ","), func(r rune) bool { return r == ',' || r == ' ' })
+			all := true
+			for _, w := range words {
+				all = all && names[w]
+			}
+			if all && !registryList(words) {
+				t.Errorf("%s --help lists formats by hand: %q (the registry's: %s)", cmd, l, formatList())
+			}
+		}
+	}
 	dir := t.TempDir()
 	for _, f := range format.All() {
 		name := string(f.Kind)

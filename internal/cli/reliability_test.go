@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npy"
 	"github.com/depthspace/depthspace/internal/testpeer"
 )
 
@@ -84,7 +85,7 @@ func sparseNpy(t *testing.T, path, descr string, shape []int, mark byte) {
 		t.Fatal(err)
 	}
 	h := format.Header{DType: dt, Shape: shape}
-	pre := format.EncodeNpy(h)
+	pre := npy.EncodeNpy(h)
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +119,7 @@ func denseNpy(t *testing.T, path, descr string, shape []int, seed byte) {
 	for i := range data {
 		data[i] = byte(i*31) ^ seed
 	}
-	if err := os.WriteFile(path, append(format.EncodeNpy(h), data...), 0o644); err != nil {
+	if err := os.WriteFile(path, append(npy.EncodeNpy(h), data...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -683,7 +684,7 @@ func testSpecialFileOutput(t *testing.T, bin string) {
 		if n, err := io.ReadFull(rw, got); err != nil {
 			t.Fatalf("read %d of %d bytes from the FIFO: %v", n, outBytes, err)
 		}
-		if n, err := format.ParseNpy(got); err != nil || format.ShapeString(n.Shape) != "1,8,4,4" {
+		if n, err := npy.ParseNpy(got); err != nil || format.ShapeString(n.Shape) != "1,8,4,4" {
 			t.Errorf("the FIFO carried %+v (%v)", n, err)
 		}
 	})
@@ -744,7 +745,7 @@ func testDevStdout(t *testing.T, bin string) {
 		t.Errorf("the symlink to /proc/self/fd/1 was replaced (%v, %v)", fi.Mode(), err)
 	}
 	got, _ := os.ReadFile(filepath.Join(dir, "redirected.npy"))
-	if n, err := format.ParseNpy(got); err != nil || int64(len(got)) != n.DataOffset+n.DataBytes() || format.ShapeString(n.Shape) != "1,8,4,4" {
+	if n, err := npy.ParseNpy(got); err != nil || int64(len(got)) != n.DataOffset+n.DataBytes() || format.ShapeString(n.Shape) != "1,8,4,4" {
 		t.Errorf("the redirected standard output holds %d bytes (%v), not the result", len(got), err)
 	}
 	if left := temps(t, dir); len(left) > 0 {

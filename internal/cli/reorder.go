@@ -39,8 +39,8 @@ other order needs:
                the group holding block offset P[j] moves to where Q holds it
 
 All can be combined in one pass. It runs on the same engine as s2d/d2s:
-same speed, same formats (npy, raw, json, onnx, npz), same output flags.
-An npz archive is reordered array by array and keeps its member names.`,
+same speed, same formats (` + formatList() + `), same output flags.
+A container is reordered member by member and keeps its member names.`,
 		Example: `  # An exporter wrote CRD where the model expects DCR (block 2)
   depthspace reorder --from-order crd --to-order dcr -b 2 wrong.npy -o fixed.npy
 

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/json"
+	"github.com/depthspace/depthspace/internal/format/npy"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -87,7 +89,7 @@ func cmdCmpJSON(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: cmpjson [-dtype D] got want")
 	}
 	read := func(name string, dt *format.DType) (format.Header, []byte) {
-		h, b, err := format.DecodeJSON([]byte(ts.ReadFile(name)), dt)
+		h, b, err := json.DecodeJSON([]byte(ts.ReadFile(name)), dt)
 		if err != nil {
 			ts.Fatalf("%s: %v", name, err)
 		}
@@ -149,7 +151,7 @@ func cmdWriteNpy(ts *testscript.TestScript, neg bool, args []string) {
 		pad = 0
 	}
 	text += strings.Repeat(" ", pad) + "\n"
-	b := append([]byte(format.NpyMagic), byte(major), 0)
+	b := append([]byte(npy.NpyMagic), byte(major), 0)
 	if major == 1 {
 		b = binary.LittleEndian.AppendUint16(b, uint16(len(text)))
 	} else {

@@ -10,7 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npy"
+	"github.com/depthspace/depthspace/internal/format/npz"
 )
 
 // run runs depthspace with the given standard input and output files,
@@ -54,10 +55,10 @@ func TestStdioRegularFiles(t *testing.T) {
 	// CRC-32, so standard output is reopened readable.
 	for _, compress := range []bool{false, true} {
 		var b bytes.Buffer
-		w := format.NewNpzWriter(&b, compress)
+		w := npz.NewNpzWriter(&b, compress)
 		for i, name := range []string{"x", "y"} {
 			data := read(t, filepath.Join(dir, []string{"big.npy", "small.npy"}[i]))
-			npy, err := format.ParseNpy(data)
+			npy, err := npy.ParseNpy(data)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,23 +2,23 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/depthspace/depthspace/internal/format"
-	"github.com/depthspace/depthspace/internal/format/zarr"
 	"github.com/depthspace/depthspace/internal/pipeline"
 	"github.com/spf13/pflag"
 )
 
-// storeFlags shape an output that is a store (Zarr). Importing package
-// zarr also registers its formats.
+// storeFlags shape an output that is a store (Zarr): the registry's
+// formats that are directories (format.StoreFormat) say which codecs.
 type storeFlags struct {
 	chunks, codec, shard string
 }
 
 func (f *storeFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.chunks, "chunks", "", "Zarr output: the chunk shape D1,D2,... (default: the input's chunks where the shape is kept, else chunks near 16 MiB)")
-	fl.StringVar(&f.codec, "zarr-codec", "", "Zarr output: the compressor, "+format.Either(zarr.CodecNames())+" (default: blosc-lz4-shuffle for v2, zstd for v3)")
+	fl.StringVar(&f.codec, "zarr-codec", "", "Zarr output: the compressor, "+format.Either(format.StoreCodecs())+" (default: blosc-lz4-shuffle for v2, zstd for v3)")
 	fl.StringVar(&f.shard, "zarr-shard", "", "Zarr v3 output: the shard shape D1,D2,..., a multiple of the chunks (sharding_indexed; --shard is the batch split)")
 }
 
@@ -45,8 +45,8 @@ func (f *storeFlags) apply(opts *pipeline.Options) error {
 	if opts.Store.Shards, err = parse("zarr-shard", f.shard); err != nil {
 		return err
 	}
-	if f.codec != "" && !strings.Contains(" "+strings.Join(zarr.CodecNames(), " ")+" ", " "+f.codec+" ") {
-		return fmt.Errorf("--zarr-codec %q is not one of %s", f.codec, strings.Join(zarr.CodecNames(), ", "))
+	if codecs := format.StoreCodecs(); f.codec != "" && !slices.Contains(codecs, f.codec) {
+		return fmt.Errorf("--zarr-codec %q is not one of %s", f.codec, strings.Join(codecs, ", "))
 	}
 	opts.Store.Codec = f.codec
 	return nil

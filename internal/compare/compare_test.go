@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npy"
 	"github.com/depthspace/depthspace/internal/pipeline"
 )
 
@@ -515,7 +516,7 @@ func TestTruncatedWhileMapped(t *testing.T) {
 	b := filepath.Join(dir, "b.npy")
 	for _, p := range []string{a, b} {
 		h := format.Header{DType: dtype(t, "float32"), Shape: shape}
-		if err := os.WriteFile(p, append(format.EncodeNpy(h), data...), 0o644); err != nil {
+		if err := os.WriteFile(p, append(npy.EncodeNpy(h), data...), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -539,7 +540,7 @@ func TestTruncatedWhileMapped(t *testing.T) {
 			ta.Close()
 			tb.Close()
 			h := format.Header{DType: dtype(t, "float32"), Shape: shape}
-			if err := os.WriteFile(b, append(format.EncodeNpy(h), data...), 0o644); err != nil {
+			if err := os.WriteFile(b, append(npy.EncodeNpy(h), data...), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -91,7 +91,12 @@ func DiffImage(a, b Tensor, threads int, w io.Writer) (float64, error) {
 		}
 	}
 	u8, _ := format.ParseDType("uint8")
-	return float64(top), format.EncodePNG(w, format.Header{DType: u8, Shape: []int{H, W, 3}}, img)
+	img3 := format.Header{DType: u8, Shape: []int{H, W, 3}}
+	f := format.ImageFormat()
+	if f == nil {
+		return 0, errors.New("internal error: no image format")
+	}
+	return float64(top), f.Encode(w, img3, "", img)
 }
 
 // writeDiffImage writes the picture of a pair's difference to

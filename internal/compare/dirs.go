@@ -196,34 +196,27 @@ func notTensors(j Job, why error) (result interface{ WriteText(io.Writer) error 
 }
 
 // tensorless says whether a file of a directory has no tensor format
-// although its extension is one a tensor may have: a .json that is a JSON
-// object naming none of a tensor's keys (dtype, shape, data) and is not a
-// Polygraphy file, as the metadata WebDataset keeps beside its samples.
+// although its extension is one a tensor may have: its format says the
+// file is metadata (format.Format.Metadata: a JSON object naming none of
+// a tensor's keys, as WebDataset keeps beside its samples), and no other
+// format claims its content.
 func tensorless(name string) bool {
-	if !strings.EqualFold(path.Ext(name), ".json") {
+	f := format.Lookup(format.KindByExtension(name))
+	if f == nil || f.Metadata == nil {
 		return false
 	}
-	f, err := os.Open(name)
+	file, err := os.Open(name)
 	if err != nil {
 		return false
 	}
-	defer f.Close()
+	defer file.Close()
 	// Metadata is small; a larger file is taken as a tensor (and its
 	// error stands).
-	data, err := io.ReadAll(io.LimitReader(f, maxMetadata+1))
-	if err != nil || len(data) > maxMetadata || format.SniffPolygraphy(data) || bytes.Contains(data, []byte(`"polygraphy_class"`)) {
+	data, err := io.ReadAll(io.LimitReader(file, maxMetadata+1))
+	if err != nil || len(data) > maxMetadata || format.Detect(name, data) != f.Kind {
 		return false
 	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(data, &obj) != nil {
-		return false
-	}
-	for _, k := range []string{"dtype", "shape", "data"} {
-		if _, ok := obj[k]; ok {
-			return false
-		}
-	}
-	return true
+	return f.Metadata(data)
 }
 
 // maxMetadata is the largest .json tensorless reads.

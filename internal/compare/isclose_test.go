@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npy"
 	"github.com/depthspace/depthspace/internal/testpeer"
 	"github.com/x448/float16"
 )
@@ -136,7 +137,7 @@ func writeNpy(t *testing.T, path, descr string, elems [][]byte) Tensor {
 		data = append(data, e...)
 	}
 	h := format.Header{DType: d, Shape: []int{len(elems)}}
-	if err := os.WriteFile(path, append(format.EncodeNpy(h), data...), 0o644); err != nil {
+	if err := os.WriteFile(path, append(npy.EncodeNpy(h), data...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return Tensor{Header: h, Data: data}
@@ -148,7 +149,7 @@ func readBools(t *testing.T, path string) []bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := format.ParseNpy(b)
+	n, err := npy.ParseNpy(b)
 	if err != nil {
 		t.Fatal(err)
 	}

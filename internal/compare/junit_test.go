@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npy"
 	fileio "github.com/depthspace/depthspace/internal/io"
 	"github.com/depthspace/depthspace/internal/pipeline"
 )
@@ -136,7 +137,7 @@ func writeNpz(t *testing.T, path string, names []string, vals [][]float64) {
 			t.Fatal(err)
 		}
 		h := format.Header{DType: dtype(t, "float64"), Shape: []int{len(vals[i])}}
-		if _, err := w.Write(append(format.EncodeNpy(h), f64s(vals[i]...)...)); err != nil {
+		if _, err := w.Write(append(npy.EncodeNpy(h), f64s(vals[i]...)...)); err != nil {
 			t.Fatal(err)
 		}
 	}

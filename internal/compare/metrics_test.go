@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npy"
 	"github.com/depthspace/depthspace/internal/testpeer"
 	"github.com/x448/float16"
 )
@@ -149,7 +149,7 @@ func TestCompareFuncsAgainstNumpy(t *testing.T) {
 			p string
 			t Tensor
 		}{{name + ".a.npy", ta}, {name + ".b.npy", tb}} {
-			if err := os.WriteFile(filepath.Join(dir, side.p), append(format.EncodeNpy(side.t.Header), side.t.Data...), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, side.p), append(npy.EncodeNpy(side.t.Header), side.t.Data...), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}

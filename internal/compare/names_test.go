@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npy"
 )
 
 // hostileNames are member and file names a report must show on one line:
@@ -131,7 +132,7 @@ func TestHostileNames(t *testing.T) {
 				n = "nul-less"
 			}
 			h := format.Header{DType: dtype(t, "float64"), Shape: []int{2}}
-			body := append(format.EncodeNpy(h), f64s(side.v...)...)
+			body := append(npy.EncodeNpy(h), f64s(side.v...)...)
 			if err := tw.WriteHeader(&tar.Header{Name: n + ".npy", Mode: 0o644, Size: int64(len(body)), Format: tar.FormatPAX}); err != nil {
 				t.Fatal(err)
 			}
@@ -166,7 +167,7 @@ func TestHostileNames(t *testing.T) {
 				continue
 			}
 			h := format.Header{DType: dtype(t, "float64"), Shape: []int{2}}
-			writeFile(t, filepath.Join(side.dir, n+".npy"), string(append(format.EncodeNpy(h), f64s(side.v...)...)))
+			writeFile(t, filepath.Join(side.dir, n+".npy"), string(append(npy.EncodeNpy(h), f64s(side.v...)...)))
 		}
 	}
 	hostile := hostileNames

@@ -2,10 +2,9 @@ package compare
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"sync"
 
 	"github.com/depthspace/depthspace/internal/format"
@@ -176,34 +175,16 @@ func closeComplex(xr, xi, yr, yi, rtol, atol float64) bool {
 	return (math.IsNaN(xr) || math.IsNaN(xi)) && (math.IsNaN(yr) || math.IsNaN(yi))
 }
 
-// texts prints elements as depthspace's JSON output prints them (SPEC,
-// Formats: the shortest float text, "NaN", "Infinity", [re, im], strings).
-// It asks the JSON encoder itself, on a 1-d tensor of the elements, so
-// that the two can never disagree, and splits its data array.
+// texts prints elements as depthspace's text output prints them (SPEC,
+// Formats: the shortest float text, "NaN", "Infinity", [re, im],
+// strings), asking the text format itself (format.Format.Values), so that
+// the two can never disagree.
 func texts(dt format.DType, elems [][]byte) ([]string, error) {
-	if len(elems) == 0 {
-		return nil, nil
+	values := format.ValueTexts()
+	if values == nil {
+		return nil, errors.New("internal error: no format prints values")
 	}
-	var data []byte
-	for _, e := range elems {
-		data = append(data, e...)
-	}
-	var sb strings.Builder
-	if err := format.EncodeJSON(&sb, dt, []int{len(elems)}, data); err != nil {
-		return nil, err
-	}
-	var obj struct{ Data []json.RawMessage }
-	if err := json.Unmarshal([]byte(sb.String()), &obj); err != nil {
-		return nil, err
-	}
-	if len(obj.Data) != len(elems) {
-		return nil, fmt.Errorf("internal error: %d values printed for %d elements", len(obj.Data), len(elems))
-	}
-	out := make([]string, len(elems))
-	for i, v := range obj.Data {
-		out[i] = string(v)
-	}
-	return out, nil
+	return values(dt, elems)
 }
 
 // text prints one element (see texts).

@@ -36,9 +36,11 @@ type Archive struct {
 type Member struct {
 	Name   string
 	Header Header
-	// Npy is the member's npy preamble when it is stored as an npy file
-	// (npz, Polygraphy); an npy output of it keeps its descr.
-	Npy *Npy
+	// Stored is the member's own stored header when it is stored as a
+	// file of a single-tensor format (an npy file in an npz or a
+	// Polygraphy file): info shows its version and an output of that
+	// format keeps its descr.
+	Stored *Preamble
 	// Data are the element bytes: a slice of the mapped file starting at
 	// Offset when InFile (read by position from the file for big jobs),
 	// else decoded into memory. Nil when Lazy is set.
@@ -51,6 +53,18 @@ type Member struct {
 	// Compressed says the member was stored compressed, so that an
 	// output of the same format compresses it too (npz).
 	Compressed bool
+}
+
+// Preamble is a tensor's header as a file stores it in front of the
+// element data: the tensor, the version of the file's format, and where
+// the data start.
+type Preamble struct {
+	Header
+	// Kind is the format whose header this is (an npz member's is npy's);
+	// Major and Minor its version, 0 for a format without one.
+	Kind         Kind
+	Major, Minor int
+	DataOffset   int64
 }
 
 // Lazy is a member's element data still encoded in the file.

@@ -10,34 +10,8 @@ import (
 	"sync/atomic"
 )
 
-// Kind is a container format.
+// Kind is a format's name: each format's package declares its own.
 type Kind string
-
-const (
-	KindNpy  Kind = "npy"
-	KindRaw  Kind = "raw"
-	KindJSON Kind = "json"
-	// KindONNX is one ONNX TensorProto, as in the .pb files of ONNX's
-	// test_data_set directories (onnx.go).
-	KindONNX Kind = "onnx"
-	// KindNpz is a numpy savez / savez_compressed archive: one npy tensor
-	// per member (npz.go).
-	KindNpz Kind = "npz"
-	// KindSafetensors is a Hugging Face safetensors file: named tensors
-	// and string metadata (safetensors.go).
-	KindSafetensors Kind = "safetensors"
-	// KindPNG is a PNG image: uint8/uint16 [H, W] or [H, W, C] (png.go).
-	KindPNG Kind = "png"
-	// KindTar is a tar archive of tensor files and others: a WebDataset
-	// shard (pipeline/tar.go).
-	KindTar Kind = "tar"
-)
-
-// SniffTar reports whether b (at least the first 512 bytes) is a tar
-// header: the ustar magic at offset 257.
-func SniffTar(b []byte) bool {
-	return len(b) >= 263 && string(b[257:262]) == "ustar"
-}
 
 // Format is one file format: how it is named, recognized and written.
 // Each format's file registers its own (register, in an init): a new
@@ -107,6 +81,36 @@ type Format struct {
 	// "F32"), which info shows as the descr; nil: numpy's descr.
 	DTypeName func(d DType) (string, error)
 
+	// Bare: a file of the format has no header: --dtype and --shape
+	// describe it (raw).
+	Bare bool
+	// InPlace: the format's element data follow a header as they are
+	// (capability.go); nil for the others.
+	InPlace *InPlace
+	// ShardDefault: a tar shard's members of this format are worked on
+	// without --member picking them.
+	ShardDefault bool
+	// Plain: the format a tensor is written in when its own cannot be
+	// (Plain()).
+	Plain bool
+	// Metadata says whether a file of the format holds metadata, not a
+	// tensor (a WebDataset .json beside its samples): a directory's
+	// compare leaves it out.
+	Metadata func(b []byte) bool
+	// Values prints elements as the format's text prints them
+	// (ValueTexts()).
+	Values func(dt DType, elems [][]byte) ([]string, error)
+	// Image: a uint8 [H, W, 3] tensor written in this format is a picture
+	// viewers show (ImageFormat()).
+	Image bool
+	// Store: the format is a directory of objects (a Zarr store), read
+	// and written through its StoreFormat (store.go); nil for a file.
+	Store *StoreFormat
+	// Shard: the format is an archive of files of the other formats,
+	// each member worked on as a file of its own (a tar shard); the
+	// pipeline's shard path reads and writes it.
+	Shard bool
+
 	// oneAt and one are a single-tensor format's layouts (layout.go).
 	oneAt CreateAtFunc
 	one   CreateFunc
@@ -114,8 +118,8 @@ type Format struct {
 
 var formats = map[Kind]*Format{}
 
-// register adds a format; the formats' files call it from init.
-func register(f Format) {
+// Register adds a format; each format's package calls it from init.
+func Register(f Format) {
 	if _, dup := formats[f.Kind]; dup {
 		panic("format registered twice: " + string(f.Kind))
 	}
@@ -178,7 +182,7 @@ func InTarShard(k Kind) bool { return formats[k] != nil && formats[k].InTar }
 
 // ReadsAlone says whether a file of the format is read with nothing but
 // its bytes (not raw, which needs --dtype and --shape; not a tar shard).
-func ReadsAlone(f *Format) bool { return f.Kind != KindRaw && f.Kind != KindTar }
+func ReadsAlone(f *Format) bool { return !f.Bare && !f.Shard }
 
 // Writable says whether --to may name the format.
 func Writable(f *Format) bool { return !f.ReadOnly }
@@ -204,14 +208,6 @@ func joinLast(names []string, last string) string {
 		return names[0]
 	}
 	return strings.Join(names[:len(names)-1], ", ") + last + names[len(names)-1]
-}
-
-func init() {
-	register(Format{Kind: KindRaw, Rank: 2, Doc: "the bare element bytes in C order (needs --dtype and --shape)", Aliases: []string{"bin"}, Exts: []string{".raw", ".bin"},
-		Preamble: func(Header, string) ([]byte, error) { return nil, nil }})
-	// A tar shard is a format of the pipeline (pipeline/tar.go): detection
-	// only here.
-	register(Format{Kind: KindTar, Rank: 8, Doc: "a tar shard (WebDataset): its tensor members worked on, the rest copied", Container: true, Exts: []string{".tar"}, Sniff: SniffTar, SniffOrder: 50})
 }
 
 // IsContainer reports whether a format holds named tensors, worked on
@@ -305,18 +301,4 @@ func Sniff(data []byte) Kind {
 		return ""
 	}
 	return best.Kind
-}
-
-// sniffJSON: JSON's opening '[' or '{' after white space.
-func sniffJSON(data []byte) bool {
-	for _, c := range data[:min(len(data), 4096)] {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		case '[', '{':
-			return true
-		}
-		return false
-	}
-	return false
 }

@@ -20,7 +20,7 @@ type DType struct {
 	BFloat16 bool
 	// Tag names an opaque type that safetensors knows by name (F8_E4M3,
 	// F8_E5M2, F8_E8M0): moved as bytes (npy |V1), written back under
-	// its name (safetensors.go).
+	// its name (the safetensors package).
 	Tag string
 	// descr is the npy descr exactly as read from a file, kept so that an
 	// output "keeps the input's descr" byte for byte (SPEC, Formats).
@@ -92,13 +92,13 @@ func (d DType) SameLayout(o DType) bool {
 
 // maxTextLen bounds S<n>, U<n> and V<n> so that a hostile descr cannot ask for
 // an absurd element size; numpy itself refuses sizes past 2^31.
-const maxElemSize = 1 << 30
+const MaxElemSize = 1 << 30
 
-// numpyNames and the other tables of names (here, onnx.go,
+// NumpyNames and the other tables of names (here, onnx.go,
 // safetensors.go, dng.go) are built on first use: a package-level map is
 // built when the program starts, by every run, whether it reads one or
 // not.
-var numpyNames = sync.OnceValue(func() map[string]DType {
+var NumpyNames = sync.OnceValue(func() map[string]DType {
 	return map[string]DType{
 		"bool":       {Kind: 'b', Size: 1, Order: '|'},
 		"int8":       {Kind: 'i', Size: 1, Order: '|'},
@@ -164,7 +164,7 @@ var frameworkNames = sync.OnceValue(func() map[string]string {
 // case-insensitively, ONNX's (FLOAT, DOUBLE, FLOAT16, INT64, …) and
 // DirectML's (DML_TENSOR_DATA_TYPE_UINT32 or the bare UINT32).
 func ParseDType(name string) (DType, error) {
-	if d, ok := numpyNames()[name]; ok {
+	if d, ok := NumpyNames()[name]; ok {
 		return d, nil
 	}
 	d, codeErr := parseCode(name)
@@ -181,9 +181,9 @@ func ParseDType(name string) (DType, error) {
 	up = strings.TrimPrefix(up, "DML_TENSOR_DATA_TYPE_")
 	up = strings.TrimPrefix(up, "TENSORPROTO.")
 	if n, ok := frameworkNames()[up]; ok {
-		return numpyNames()[n], nil
+		return NumpyNames()[n], nil
 	}
-	if d, ok := numpyNames()[strings.ToLower(name)]; ok {
+	if d, ok := NumpyNames()[strings.ToLower(name)]; ok {
 		return d, nil
 	}
 	switch strings.ToLower(name) {
@@ -261,7 +261,7 @@ func parseCode(s string) (DType, error) {
 			}
 		case 'S', 'V':
 		case 'U':
-			if n > maxElemSize/4 {
+			if n > MaxElemSize/4 {
 				return DType{}, fmt.Errorf("dtype %q: element size is too large", s)
 			}
 			n *= 4
@@ -270,7 +270,7 @@ func parseCode(s string) (DType, error) {
 		default:
 			return DType{}, badCode(s)
 		}
-		if n > maxElemSize {
+		if n > MaxElemSize {
 			return DType{}, fmt.Errorf("dtype %q: element size is too large", s)
 		}
 		d = DType{Kind: kind, Size: n}

@@ -22,10 +22,10 @@ var wantDescr = map[string]string{
 // Every numpy name in the table parses, has the descr numpy gives it, and
 // that descr (and the dtype's own Name) read back as the same dtype.
 func TestDTypeNumpyNamesRoundTrip(t *testing.T) {
-	if len(wantDescr) != len(numpyNames()) {
-		t.Errorf("the test knows %d numpy names, the table has %d: keep them in step", len(wantDescr), len(numpyNames()))
+	if len(wantDescr) != len(NumpyNames()) {
+		t.Errorf("the test knows %d numpy names, the table has %d: keep them in step", len(wantDescr), len(NumpyNames()))
 	}
-	for name := range numpyNames() {
+	for name := range NumpyNames() {
 		d, err := ParseDType(name)
 		if err != nil {
 			t.Errorf("ParseDType(%q): %v", name, err)
@@ -131,7 +131,7 @@ func TestDTypeFrameworkNames(t *testing.T) {
 			t.Errorf("ParseDType(%q): %v", name, err)
 			return
 		}
-		w := numpyNames()[want]
+		w := NumpyNames()[want]
 		if !got.SameLayout(w) {
 			t.Errorf("ParseDType(%q) = %s, want %s", name, got.Name(), want)
 		}
@@ -172,7 +172,7 @@ func TestDTypeAmbiguousFloat(t *testing.T) {
 	}
 	for _, name := range []string{"FLOAT", "TensorProto.FLOAT", "DML_TENSOR_DATA_TYPE_FLOAT32"} {
 		d, err := ParseDType(name)
-		if err != nil || !d.SameLayout(numpyNames()["float32"]) {
+		if err != nil || !d.SameLayout(NumpyNames()["float32"]) {
 			t.Errorf("ParseDType(%q) = %v, %v; want float32", name, d.Name(), err)
 		}
 	}

@@ -3,12 +3,11 @@ package format
 import (
 	"slices"
 	"strings"
-	"sync/atomic"
 )
 
 // A format may be a directory of objects rather than one file (Zarr: a
 // store of chunks under a directory or an s3:// prefix). Such a format
-// registers a StoreFormat beside its Format: the pipeline opens a
+// registers a StoreFormat as its Format's Store: the pipeline opens a
 // directory input through it, the walk takes a directory that it claims
 // as one input and never walks into it, and an output of its kind is a
 // directory built beside the target. Nothing else names the format.
@@ -66,6 +65,8 @@ type StoreFormat struct {
 	// (the metadata). meta is the Archive.Meta of an input of the same
 	// format, or nil.
 	Create func(w StoreWriter, members []MemberSpec, meta any, opt WriteOptions) (MemberWriter, error)
+	// Codecs names the compressors WriteOptions.Codec may name.
+	Codecs []string
 }
 
 // WriteOptions are the flags that shape a written store.
@@ -76,57 +77,47 @@ type WriteOptions struct {
 	Threads int
 }
 
-var stores atomic.Pointer[map[Kind]*StoreFormat]
-
-// Register adds a format from a package of its own (one that is a
-// directory: internal/format/zarr) and, when s is not nil, its store.
-func Register(f Format, s *StoreFormat) {
-	register(f)
-	if s == nil {
-		return
-	}
-	m := map[Kind]*StoreFormat{}
-	if old := stores.Load(); old != nil {
-		for k, v := range *old {
-			m[k] = v
-		}
-	}
-	m[f.Kind] = s
-	stores.Store(&m)
-}
-
 // StoreOf returns the store of a format that is a directory, or nil.
 func StoreOf(k Kind) *StoreFormat {
-	if m := stores.Load(); m != nil {
-		return (*m)[k]
+	if f := Lookup(k); f != nil {
+		return f.Store
 	}
 	return nil
 }
 
 // StoreKind names the format whose store a directory is, or "".
 func StoreKind(st Store) Kind {
-	m := stores.Load()
-	if m == nil {
-		return ""
-	}
 	for _, f := range All() {
-		if s := (*m)[f.Kind]; s != nil && s.Claims(st) {
+		if f.Store != nil && f.Store.Claims(st) {
 			return f.Kind
 		}
 	}
 	return ""
 }
 
+// StoreCodecs lists the compressors of every format that is a directory,
+// each once, in the registry's order: what --zarr-codec may name.
+func StoreCodecs() []string {
+	var names []string
+	for _, f := range All() {
+		if f.Store == nil {
+			continue
+		}
+		for _, c := range f.Store.Codecs {
+			if !slices.Contains(names, c) {
+				names = append(names, c)
+			}
+		}
+	}
+	return names
+}
+
 // StoreMarker names the format whose store marker the last element of
 // key is ("a/b.zarr/zarr.json": zarr3's), or "".
 func StoreMarker(key string) Kind {
-	m := stores.Load()
-	if m == nil {
-		return ""
-	}
 	base := key[strings.LastIndexByte(key, '/')+1:]
 	for _, f := range All() {
-		if s := (*m)[f.Kind]; s != nil && slices.Contains(s.Markers, base) {
+		if f.Store != nil && slices.Contains(f.Store.Markers, base) {
 			return f.Kind
 		}
 	}

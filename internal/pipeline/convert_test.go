@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/json"
+	"github.com/depthspace/depthspace/internal/format/npy"
+	"github.com/depthspace/depthspace/internal/format/raw"
 	"github.com/depthspace/depthspace/internal/testpeer"
 )
 
@@ -71,7 +74,7 @@ func TestConvertAllPairs(t *testing.T) {
 			}
 			in := filepath.Join(dir, "in.npy")
 			writeNpy(t, in, descr, shape, fortran, data)
-			for _, via := range []format.Kind{format.KindNpy, format.KindRaw, format.KindJSON} {
+			for _, via := range []format.Kind{npy.KindNpy, raw.KindRaw, json.KindJSON} {
 				mid := filepath.Join(dir, "mid."+string(via))
 				for _, toStdout := range []bool{false, true} {
 					o := Options{Source: Source{Path: in}, Output: mid, Threads: 2}
@@ -88,7 +91,7 @@ func TestConvertAllPairs(t *testing.T) {
 						}
 					}
 					src := Source{Path: mid}
-					if via == format.KindRaw {
+					if via == raw.KindRaw {
 						src.DType, src.Shape = descr, "2,3,4"
 					}
 					back, err := Load(src)
@@ -99,9 +102,9 @@ func TestConvertAllPairs(t *testing.T) {
 						t.Errorf("%s F=%v via %s (stdout %v): got %s %v F=%v, bytes equal %v", descr, fortran, via, toStdout,
 							back.DType.Descr(), back.Shape, back.Fortran, bytes.Equal(back.Data, want))
 					}
-					if via == format.KindNpy {
+					if via == npy.KindNpy {
 						b, _ := os.ReadFile(mid)
-						if wantFile := append(format.EncodeNpy(format.Header{DType: dt, Shape: shape}), want...); !bytes.Equal(b, wantFile) {
+						if wantFile := append(npy.EncodeNpy(format.Header{DType: dt, Shape: shape}), want...); !bytes.Equal(b, wantFile) {
 							t.Errorf("%s F=%v: npy output is not the numpy-style C-order file", descr, fortran)
 						}
 					}
@@ -136,15 +139,15 @@ func convertStdin(t *testing.T, stream bool) {
 		if fortran {
 			want = cOrder(shape, 4, data)
 		}
-		for _, to := range []format.Kind{format.KindRaw, format.KindJSON} {
+		for _, to := range []format.Kind{raw.KindRaw, json.KindJSON} {
 			var out bytes.Buffer
 			o := Options{Source: Source{Path: "-", Stdin: bytes.NewReader(file), Stream: stream}, Output: "-", To: to, Stdout: &out, Threads: 1}
 			if _, err := Convert(o); err != nil {
 				t.Fatalf("stream %v F=%v to %s: %v", stream, fortran, to, err)
 			}
 			got := out.Bytes()
-			if to == format.KindJSON {
-				_, b, err := format.DecodeJSON(got, nil)
+			if to == json.KindJSON {
+				_, b, err := json.DecodeJSON(got, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -155,7 +158,7 @@ func convertStdin(t *testing.T, stream bool) {
 			}
 		}
 		for _, bad := range [][]byte{file[:len(file)-1], append(append([]byte{}, file...), 0)} {
-			for _, to := range []format.Kind{format.KindRaw, format.KindJSON} {
+			for _, to := range []format.Kind{raw.KindRaw, json.KindJSON} {
 				o := Options{Source: Source{Path: "-", Stdin: bytes.NewReader(bad), Stream: stream}, Output: "-", To: to, Stdout: &bytes.Buffer{}, Threads: 1}
 				_, err := Convert(o)
 				if err == nil || !strings.Contains(err.Error(), "data bytes") {
@@ -182,7 +185,7 @@ func TestConvertErrors(t *testing.T) {
 		{Options{Source: Source{Path: in}, Output: in}, "is the input file"},
 		{Options{Source: Source{Path: in}, Output: "-", StdoutTTY: true}, "stdout: refusing to write binary npy data to a terminal"},
 		{Options{Source: Source{Path: in, DType: "int8"}, Output: old}, "--dtype int8 does not match the file's dtype float32"},
-		{Options{Source: Source{Path: in, From: format.KindRaw, DType: "f4", Shape: "3"}, Output: old}, "raw data is 144 bytes but --dtype float32 --shape 3 describes 12"},
+		{Options{Source: Source{Path: in, From: raw.KindRaw, DType: "f4", Shape: "3"}, Output: old}, "raw data is 144 bytes but --dtype float32 --shape 3 describes 12"},
 	} {
 		tc.o.Threads, tc.o.Stdout = 1, &bytes.Buffer{}
 		_, err := Convert(tc.o)
@@ -195,7 +198,7 @@ func TestConvertErrors(t *testing.T) {
 	}
 	// JSON to a terminal is fine.
 	var out bytes.Buffer
-	if _, err := Convert(Options{Source: Source{Path: in}, Output: "-", To: format.KindJSON, StdoutTTY: true, Stdout: &out, Threads: 1}); err != nil || !strings.HasPrefix(out.String(), `{"dtype": "float32"`) {
+	if _, err := Convert(Options{Source: Source{Path: in}, Output: "-", To: json.KindJSON, StdoutTTY: true, Stdout: &out, Threads: 1}); err != nil || !strings.HasPrefix(out.String(), `{"dtype": "float32"`) {
 		t.Errorf("JSON to a terminal: %v %q", err, out.String())
 	}
 }

@@ -13,6 +13,9 @@ import (
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/json"
+	"github.com/depthspace/depthspace/internal/format/npy"
+	"github.com/depthspace/depthspace/internal/format/raw"
 	fileio "github.com/depthspace/depthspace/internal/io"
 	"github.com/depthspace/depthspace/internal/ops"
 	"github.com/depthspace/depthspace/internal/testpeer"
@@ -47,7 +50,7 @@ func tempFiles(t *testing.T, dir string) []string {
 // fileio.Open as the pipeline does, then truncates the file to its header,
 // as another process could: every data page of the mapping is now beyond
 // the end of the file, and touching it raises SIGBUS.
-func truncatedInput(t *testing.T) (path string, in *fileio.Input, n format.Npy) {
+func truncatedInput(t *testing.T) (path string, in *fileio.Input, n npy.Npy) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "in.npy")
 	// 1.5 MiB: files under 1 MiB are read, not mapped.
@@ -62,7 +65,7 @@ func truncatedInput(t *testing.T) (path string, in *fileio.Input, n format.Npy) 
 	if !in.Mapped {
 		t.Skip("the filesystem of t.TempDir() cannot map files")
 	}
-	if n, err = format.ParseNpy(in.Data); err != nil {
+	if n, err = npy.ParseNpy(in.Data); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Truncate(path, n.DataOffset); err != nil {
@@ -116,7 +119,7 @@ func TestTruncatedWhileMappedLeavesNoOutput(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tensor.Close()
-			if err := os.Truncate(big, tensor.Npy.DataOffset); err != nil {
+			if err := os.Truncate(big, tensor.Stored.DataOffset); err != nil {
 				t.Fatal(err)
 			}
 			plan, err := ops.NewPlan(ops.Request{Block: ops.Block{2}}, tensor.Shape, 4, false)
@@ -135,7 +138,7 @@ func TestTruncatedWhileMappedLeavesNoOutput(t *testing.T) {
 				}
 				return plan.RunItems(dst, tensor.Data, first, count, 2)
 			}}
-			err = Store(out, format.KindNpy, format.Header{DType: tensor.DType, Shape: plan.Out}, nil, limit, prod)
+			err = Store(out, npy.KindNpy, format.Header{DType: tensor.DType, Shape: plan.Out}, nil, limit, prod)
 			var fe *ops.FaultError
 			if !errors.As(err, &fe) {
 				t.Fatalf("got %v, want *ops.FaultError", err)
@@ -184,12 +187,12 @@ func TestFullDiskEveryStrategy(t *testing.T) {
 		limit   int
 		to      format.Kind
 	}{
-		{"streamed npy", false, 0, format.KindNpy},
-		{"streamed raw", false, 0, format.KindRaw},
-		{"json", false, 0, format.KindJSON},
-		{"store whole buffer", true, 64 << 20, format.KindNpy},
-		{"store items", true, 1 << 20, format.KindNpy},
-		{"store mapped", true, 1024, format.KindNpy},
+		{"streamed npy", false, 0, npy.KindNpy},
+		{"streamed raw", false, 0, raw.KindRaw},
+		{"json", false, 0, json.KindJSON},
+		{"store whole buffer", true, 64 << 20, npy.KindNpy},
+		{"store items", true, 1 << 20, npy.KindNpy},
+		{"store mapped", true, 1024, npy.KindNpy},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o := Options{Request: ops.Request{Block: ops.Block{2}}, Source: Source{Path: inputs[c.fortran]}, Output: out,

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npy"
+	"github.com/depthspace/depthspace/internal/format/raw"
 	"github.com/depthspace/depthspace/internal/ops"
 )
 
@@ -28,7 +30,7 @@ func TestPipeNamedByAPath(t *testing.T) {
 	for i := range data {
 		data[i] = byte(i)
 	}
-	src := append(format.EncodeNpy(format.Header{DType: mustDType(t, "uint8"), Shape: []int{2, 4, 8, 8}}), data...)
+	src := append(npy.EncodeNpy(format.Header{DType: mustDType(t, "uint8"), Shape: []int{2, 4, 8, 8}}), data...)
 	go func() {
 		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
 		if err != nil {
@@ -41,7 +43,7 @@ func TestPipeNamedByAPath(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		_, err := Transform(Options{Request: ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}},
-			Source: Source{Path: fifo}, Output: "-", To: format.KindRaw, Stdout: &out, Threads: 1})
+			Source: Source{Path: fifo}, Output: "-", To: raw.KindRaw, Stdout: &out, Threads: 1})
 		done <- err
 	}()
 	select {

@@ -17,13 +17,17 @@ type Info struct {
 	// tensor's name; Compressed says an npz member is deflated.
 	Name       string `json:"name,omitempty"`
 	Compressed bool   `json:"compressed,omitempty"`
-	NpyVersion string `json:"npy_version,omitempty"` // "1.0", "2.0" or "3.0"; npy and npz members
-	Shape      []int  `json:"shape"`
-	DType      string `json:"dtype"` // the numpy name: float32, >i4, bfloat16, S8
-	Descr      string `json:"descr"` // the npy descr it has or would have: <f4
-	ByteOrder  string `json:"byte_order"`
-	Order      string `json:"order"` // "C" (row-major) or "F" (Fortran, column-major)
-	Elements   int    `json:"elements"`
+	// Version is the version of the header the tensor's data follow in
+	// the file ("1.0", "2.0" or "3.0" for npy files and npz members), and
+	// Stored that header's format; the JSON key keeps its first name.
+	Version   string      `json:"npy_version,omitempty"`
+	Stored    format.Kind `json:"-"`
+	Shape     []int       `json:"shape"`
+	DType     string      `json:"dtype"` // the numpy name: float32, >i4, bfloat16, S8
+	Descr     string      `json:"descr"` // the npy descr it has or would have: <f4
+	ByteOrder string      `json:"byte_order"`
+	Order     string      `json:"order"` // "C" (row-major) or "F" (Fortran, column-major)
+	Elements  int         `json:"elements"`
 	// ElementBytes is the size of one element; DataBytes of all of them.
 	ElementBytes int   `json:"element_bytes"`
 	DataBytes    int64 `json:"data_bytes"`
@@ -59,10 +63,7 @@ type OpInfo struct {
 // ONNX inputs are decoded, once; deflated npz members are inflated one at
 // a time to check them, and not kept).
 func Describe(src Source, block ops.Block) ([]*Info, error) {
-	if info, ok, err := describeNpyHeader(src, block); ok {
-		if err != nil {
-			return nil, pathErr(src.Path, err)
-		}
+	if info := describeHeader(src, block); info != nil {
 		return []*Info{info}, nil
 	}
 	src.Deferred = true // deflated npz members: one at a time, none kept
@@ -88,56 +89,58 @@ func Describe(src Source, block ops.Block) ([]*Info, error) {
 	return out, nil
 }
 
-// npyHeadBytes is how much of an npy file info reads: numpy pads headers
-// to 64 bytes and ours of 1 MiB or more to 4096.
-const npyHeadBytes = 16 << 10
-
-// describeNpyHeader describes an npy file from its header alone: the
-// first 16 KiB are read (one pread) and the data's size is
+// describeHeader describes a file from its header alone, for a format
+// whose data lie in place after a header (format.InPlace with HeadBytes):
+// the file's first bytes are read (one pread) and the data's size is
 // taken from the file's size, so a file of any size costs the same and
-// its data is never read, mapped or paged in. ok is false for anything
-// that is not a regular file in npy format, which Describe then loads.
-func describeNpyHeader(src Source, block ops.Block) (info *Info, ok bool, err error) {
-	if src.Path == "-" || len(src.Members) > 0 || (src.From != "" && src.From != format.KindNpy) || format.ExtensionError(src.Path) != nil {
-		return nil, false, nil
+// its data is never read, mapped or paged in. It is nil for anything
+// else (another format, a longer header, a malformed one, not a regular
+// file), which Describe then loads, so that its errors read exactly as
+// for every other command.
+func describeHeader(src Source, block ops.Block) *Info {
+	if src.Path == "-" || len(src.Members) > 0 || format.ExtensionError(src.Path) != nil {
+		return nil
 	}
 	kind := src.From
 	if kind == "" {
 		kind = format.KindByExtension(src.Path)
 	}
-	if kind != "" && kind != format.KindNpy {
-		return nil, false, nil
+	n := format.HeadBytes()
+	var f *format.Format
+	if kind != "" {
+		if f = format.Lookup(kind); !headerAlone(f) {
+			return nil
+		}
+		n = f.InPlace.HeadBytes
+	}
+	if n == 0 {
+		return nil
 	}
 	// One read of the file's start (of an object: one HEAD and one
-	// ranged GET) holds the header of any ordinary npy file; anything
-	// else (a longer header, a malformed one, not a regular file) is left
-	// to Load, so that its errors read exactly as for every other command.
-	head, size, err := fileio.Head(src.Path, npyHeadBytes)
+	// ranged GET) holds the header of any ordinary file of the format.
+	head, size, err := fileio.Head(src.Path, int64(n))
 	if err != nil {
-		return nil, false, nil // Load says why, in its words
+		return nil // Load says why, in its words
 	}
-	npy, err := format.ParseNpy(head)
-	if err != nil || (kind == "" && format.Sniff(head) != format.KindNpy) {
-		return nil, false, nil
-	}
-	var want *format.DType
-	if src.DType != "" {
-		dt, err := format.ParseDType(src.DType)
-		if err != nil {
-			return nil, true, err
-		}
-		want = &dt
-	}
-	var shape []int
-	if src.Shape != "" {
-		if shape, err = format.ParseShape(src.Shape); err != nil {
-			return nil, true, err
+	if f == nil {
+		if f = format.Lookup(format.Sniff(head)); !headerAlone(f) {
+			return nil
 		}
 	}
-	if err := checkNpy(&npy, size, want, shape); err != nil {
-		return nil, true, err
+	d, err := src.description()
+	if err != nil {
+		return nil
 	}
-	return describe(src.Path, &Tensor{Header: npy.Header, Kind: format.KindNpy, Npy: &npy}, block), true, nil
+	p, err := f.InPlace.Parse(head, size, d)
+	if err != nil {
+		return nil
+	}
+	return describe(src.Path, &Tensor{Header: p.Header, Kind: f.Kind, Stored: &p}, block)
+}
+
+// headerAlone says whether info reads a file of f from its header alone.
+func headerAlone(f *format.Format) bool {
+	return f != nil && f.InPlace != nil && f.InPlace.HeadBytes > 0
 }
 
 func describe(path string, t *Tensor, block ops.Block) *Info {
@@ -159,19 +162,15 @@ func describe(path string, t *Tensor, block ops.Block) *Info {
 	if d, ok := t.lazy.(format.Described); ok {
 		info.FileBytes = d.StoredBytes() // a store's chunks
 	}
-	switch {
-	case t.Npy != nil:
-		info.NpyVersion = strconv.Itoa(t.Npy.Major) + "." + strconv.Itoa(t.Npy.Minor)
-		h := t.Npy.DataOffset
+	if t.Stored != nil {
+		if t.Stored.Major != 0 {
+			info.Version = strconv.Itoa(t.Stored.Major) + "." + strconv.Itoa(t.Stored.Minor)
+			info.Stored = t.Stored.Kind
+		}
+		h := t.Stored.DataOffset
 		info.HeaderBytes = &h
 		if t.input == nil { // streamed: the header and the data
 			info.FileBytes = h + info.DataBytes
-		}
-	case t.Kind == format.KindRaw:
-		var zero int64
-		info.HeaderBytes = &zero
-		if t.input == nil {
-			info.FileBytes = info.DataBytes
 		}
 	}
 	info.Details = details(t)

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npy"
+	"github.com/depthspace/depthspace/internal/format/npz"
 	"github.com/depthspace/depthspace/internal/ops"
 )
 
@@ -37,9 +39,9 @@ func TestDescribe(t *testing.T) {
 		src  Source
 		want Info
 	}{
-		{Source{Path: c}, Info{Path: c, Format: "npy", NpyVersion: "1.0", Shape: []int{1, 8, 4, 6}, DType: "float32", Descr: "<f4",
+		{Source{Path: c}, Info{Path: c, Format: "npy", Version: "1.0", Stored: "npy", Shape: []int{1, 8, 4, 6}, DType: "float32", Descr: "<f4",
 			ByteOrder: "little", Order: "C", Elements: 192, ElementBytes: 4, DataBytes: 768, HeaderBytes: i64(128), FileBytes: 896}},
-		{Source{Path: f}, Info{Path: f, Format: "npy", NpyVersion: "1.0", Shape: []int{3, 5}, DType: ">i2", Descr: ">i2",
+		{Source{Path: f}, Info{Path: f, Format: "npy", Version: "1.0", Stored: "npy", Shape: []int{3, 5}, DType: ">i2", Descr: ">i2",
 			ByteOrder: "big", Order: "F", Elements: 15, ElementBytes: 2, DataBytes: 30, HeaderBytes: i64(128), FileBytes: 158}},
 		{Source{Path: raw, DType: "uint8", Shape: "768"}, Info{Path: raw, Format: "raw", Shape: []int{768}, DType: "uint8", Descr: "|u1",
 			ByteOrder: "none", Order: "C", Elements: 768, ElementBytes: 1, DataBytes: 768, HeaderBytes: i64(0), FileBytes: 768}},
@@ -65,9 +67,9 @@ func TestDescribe(t *testing.T) {
 	}
 	// npy 2.0 and 3.0 headers say so.
 	for _, v := range []byte{2, 3} {
-		pre := format.EncodeNpy(format.Header{DType: format.DType{Kind: 'u', Size: 1, Order: '|'}, Shape: []int{4}})
+		pre := npy.EncodeNpy(format.Header{DType: format.DType{Kind: 'u', Size: 1, Order: '|'}, Shape: []int{4}})
 		text := pre[10:]
-		v2 := append([]byte(format.NpyMagic), v, 0)
+		v2 := append([]byte(npy.NpyMagic), v, 0)
 		v2 = binary.LittleEndian.AppendUint32(v2, uint32(len(text)))
 		v2 = append(append(v2, text...), 1, 2, 3, 4)
 		p := filepath.Join(dir, "v.npy")
@@ -75,7 +77,7 @@ func TestDescribe(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, err := Describe(Source{Path: p}, nil)
-		if err != nil || got[0].NpyVersion != string('0'+v)+".0" || *got[0].HeaderBytes != int64(len(v2)-4) {
+		if err != nil || got[0].Version != string('0'+v)+".0" || *got[0].HeaderBytes != int64(len(v2)-4) {
 			t.Errorf("npy %d.0: %+v, %v", v, got, err)
 		}
 	}
@@ -158,7 +160,7 @@ func TestDescribeReadsOnlyTheHeader(t *testing.T) {
 func TestDescribeNpzMembers(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "x.npz")
 	var buf bytes.Buffer
-	zw := format.NewNpzWriter(&buf, false)
+	zw := npz.NewNpzWriter(&buf, false)
 	f4, _ := format.ParseDescr("<f4")
 	u1, _ := format.ParseDescr("|u1")
 	for _, m := range []struct {

@@ -73,7 +73,11 @@ type Tensor struct {
 	format.Header
 	Kind format.Kind
 	Data []byte
-	Npy  *format.Npy // the npy preamble, for npy input and npy members
+	// Stored is the header the tensor's bytes follow in its file, for
+	// formats whose data lie in place (format.InPlace) and for members
+	// stored as such files (an npy file in an npz): info shows its size
+	// and version.
+	Stored *format.Preamble
 	// Stream, when set, delivers the element data in order (standard
 	// input, Source.Stream); its length is not checked until it is read.
 	Stream io.Reader
@@ -354,91 +358,71 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 		kind = format.Detect(src.Path, in.Data)
 	}
 	if kind == "" {
-		if src.DType != "" && src.Shape != "" {
-			kind = format.KindRaw
+		if f := format.BareFormat(); f != nil && src.DType != "" && src.Shape != "" {
+			kind = f.Kind
 		} else if len(in.Data) == 0 {
 			return nil, errors.New("empty input")
 		} else {
 			return nil, errors.New("cannot tell the format (not npy, not JSON); use --from, or --dtype and --shape for raw data")
 		}
 	}
-	want, shape, err := sourceOverrides(src)
+	d, err := src.description()
 	if err != nil {
 		return nil, err
 	}
 	t := &Tensor{Kind: kind, input: in}
-	switch kind {
-	case format.KindNpy:
-		npy, err := format.ParseNpy(in.Data)
+	f := format.Lookup(kind)
+	switch {
+	case f == nil:
+		return nil, fmt.Errorf("unknown format %q", kind)
+	case f.InPlace != nil:
+		p, err := f.InPlace.Parse(in.Data, int64(len(in.Data)), d)
 		if err != nil {
 			return nil, err
 		}
-		if err := checkNpy(&npy, int64(len(in.Data)), want, shape); err != nil {
-			return nil, err
-		}
-		t.Header, t.Npy = npy.Header, &npy
-		t.Data, t.dataOff, t.inFile = in.Data[npy.DataOffset:], npy.DataOffset, true
-	case format.KindRaw:
-		if want == nil || shape == nil {
-			return nil, errors.New("raw input needs --dtype and --shape")
-		}
-		h := format.Header{DType: *want, Shape: shape}
-		size := h.DataBytes()
-		if size < 0 {
-			return nil, fmt.Errorf("--shape %s of %s is too large", format.ShapeString(shape), want)
-		}
-		if int64(len(in.Data)) != size {
-			return nil, fmt.Errorf("raw data is %d bytes but --dtype %s --shape %s describes %d", len(in.Data), want, format.ShapeString(shape), size)
-		}
-		t.Header, t.Data, t.inFile = h, in.Data, true
-	case format.KindTar:
-		return decodeTar(src, in)
-	default:
+		t.Header, t.Stored = p.Header, &p
+		t.Data, t.dataOff, t.inFile = in.Data[p.DataOffset:], p.DataOffset, true
+	case f.Shard:
+		return decodeTar(f.Kind, src, in)
+	case f.Open != nil:
 		// A container (npz, safetensors, and any format registered with
-		// Open), or a single-tensor format that decodes (JSON, ONNX, PNG,
-		// and any format registered with Decode).
-		f := format.Lookup(kind)
-		if f != nil && f.Open != nil {
-			return decodeArchive(f, src, in, want, shape)
-		}
-		if f == nil || f.Decode == nil {
-			return nil, fmt.Errorf("unknown format %q", kind)
-		}
-		h, data, name, err := f.Decode(in.Data, want)
+		// Open).
+		return decodeArchive(f, src, in, d.DType, d.Shape)
+	case f.Decode == nil:
+		return nil, fmt.Errorf("unknown format %q", kind)
+	default:
+		// A single-tensor format that decodes (JSON, ONNX, PNG, and any
+		// format registered with Decode).
+		h, data, name, err := f.Decode(in.Data, d.DType)
 		if err != nil {
 			return nil, err
 		}
-		if shape != nil && format.ShapeString(shape) != format.ShapeString(h.Shape) {
-			return nil, fmt.Errorf("--shape %s does not match the shape of the %s tensor, %s", format.ShapeString(shape), kind, format.ShapeString(h.Shape))
+		if d.Shape != nil && format.ShapeString(d.Shape) != format.ShapeString(h.Shape) {
+			return nil, fmt.Errorf("--shape %s does not match the shape of the %s tensor, %s", format.ShapeString(d.Shape), kind, format.ShapeString(h.Shape))
 		}
 		t.Header, t.Data, t.Name = h, data, name
 	}
 	return t, nil
 }
 
-// checkNpy checks that an npy file of fileBytes holds exactly the data its
-// header describes, and applies --dtype (a reinterpretation of the same
-// bytes) and --shape (which must match).
-func checkNpy(npy *format.Npy, fileBytes int64, want *format.DType, shape []int) error {
-	size := npy.DataBytes()
-	have := fileBytes - npy.DataOffset
-	switch {
-	case have < size:
-		return fmt.Errorf("truncated: the header describes %d data bytes (shape %s, %s) but the file has %d", size, format.ShapeString(npy.Shape), npy.DType, have)
-	case have > size:
-		return fmt.Errorf("%d bytes beyond the %d data bytes the header describes (shape %s, %s)", have-size, size, format.ShapeString(npy.Shape), npy.DType)
-	}
-	if want != nil {
-		dt, err := want.Reinterpret(npy.DType)
+// description reads --dtype and --shape.
+func (src Source) description() (format.Description, error) {
+	var d format.Description
+	if src.DType != "" {
+		dt, err := format.ParseDType(src.DType)
 		if err != nil {
-			return err
+			return d, err
 		}
-		npy.DType = dt
+		d.DType = &dt
 	}
-	if shape != nil && format.ShapeString(shape) != format.ShapeString(npy.Shape) {
-		return fmt.Errorf("--shape %s does not match the file's shape %s", format.ShapeString(shape), format.ShapeString(npy.Shape))
+	if src.Shape != "" {
+		s, err := format.ParseShape(src.Shape)
+		if err != nil {
+			return d, err
+		}
+		d.Shape = s
 	}
-	return nil
+	return d, nil
 }
 
 // loadStream reads the npy header (or takes the raw description) of
@@ -455,54 +439,23 @@ func loadStream(src Source) (*Tensor, error) {
 	if kind == "" {
 		kind = format.Sniff(head)
 	}
-	if kind == "" && src.DType != "" && src.Shape != "" {
-		kind = format.KindRaw
+	if f := format.BareFormat(); kind == "" && f != nil && src.DType != "" && src.Shape != "" {
+		kind = f.Kind
 	}
-	switch kind {
-	case format.KindNpy:
-		npy, err := format.ReadNpy(br)
-		if err != nil {
-			return nil, err
-		}
-		if src.DType != "" {
-			want, err := format.ParseDType(src.DType)
-			if err != nil {
-				return nil, err
-			}
-			if npy.DType, err = want.Reinterpret(npy.DType); err != nil {
-				return nil, err
-			}
-		}
-		if src.Shape != "" {
-			shape, err := format.ParseShape(src.Shape)
-			if err != nil {
-				return nil, err
-			}
-			if format.ShapeString(shape) != format.ShapeString(npy.Shape) {
-				return nil, fmt.Errorf("--shape %s does not match the file's shape %s", format.ShapeString(shape), format.ShapeString(npy.Shape))
-			}
-		}
-		return &Tensor{Header: npy.Header, Kind: kind, Npy: &npy, Stream: br}, nil
-	case format.KindRaw:
-		if src.DType == "" || src.Shape == "" {
-			return nil, errors.New("raw input needs --dtype and --shape")
-		}
-		dt, err := format.ParseDType(src.DType)
-		if err != nil {
-			return nil, err
-		}
-		shape, err := format.ParseShape(src.Shape)
-		if err != nil {
-			return nil, err
-		}
-		h := format.Header{DType: dt, Shape: shape}
-		if h.DataBytes() < 0 {
-			return nil, fmt.Errorf("--shape %s of %s is too large", format.ShapeString(shape), dt)
-		}
-		return &Tensor{Header: h, Kind: kind, Stream: br}, nil
+	f := format.Lookup(kind)
+	if f == nil || f.InPlace == nil {
+		// Not streamable: hand the buffered reader back for a whole read.
+		return nil, errStdinBuffered{br}
 	}
-	// Not streamable: hand the buffered reader back for a whole read.
-	return nil, errStdinBuffered{br}
+	d, err := src.description()
+	if err != nil {
+		return nil, err
+	}
+	p, err := f.InPlace.Read(br, d)
+	if err != nil {
+		return nil, err
+	}
+	return &Tensor{Header: p.Header, Kind: kind, Stored: &p, Stream: br}, nil
 }
 
 // errStdinBuffered carries the buffered standard input back to Load.
@@ -545,14 +498,14 @@ func archiveTensors(f *format.Format, ar *format.Archive, in *fileio.Input, want
 		if shape != nil && format.ShapeString(shape) != format.ShapeString(h.Shape) {
 			return nil, fmt.Errorf("%s member %q: --shape %s does not match its shape %s", f.Kind, m.Name, format.ShapeString(shape), format.ShapeString(h.Shape))
 		}
-		var npy *format.Npy
-		if m.Npy != nil {
-			n := *m.Npy
+		var stored *format.Preamble
+		if m.Stored != nil {
+			n := *m.Stored
 			n.Header = h
-			npy = &n
+			stored = &n
 		}
 		container.members = append(container.members, &Tensor{
-			Header: h, Kind: f.Kind, Data: m.Data, Npy: npy, Name: m.Name,
+			Header: h, Kind: f.Kind, Data: m.Data, Stored: stored, Name: m.Name,
 			Compressed: m.Compressed, Meta: ar.Meta, inFile: m.InFile, dataOff: m.Offset,
 			lazy: m.Lazy, input: in, shared: sh,
 		})

@@ -10,13 +10,16 @@ import (
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
+	npyfmt "github.com/depthspace/depthspace/internal/format/npy"
+	"github.com/depthspace/depthspace/internal/format/npz"
+	"github.com/depthspace/depthspace/internal/format/onnx"
 	"github.com/depthspace/depthspace/internal/ops"
 )
 
 func writeNpz(t *testing.T, path string, compress bool, names ...string) {
 	t.Helper()
 	var buf bytes.Buffer
-	w := format.NewNpzWriter(&buf, compress)
+	w := npz.NewNpzWriter(&buf, compress)
 	dt, _ := format.ParseDType("int16")
 	for i, n := range names {
 		mw, err := w.Member(n, format.Header{DType: dt, Shape: []int{1, 4, 1, 2}})
@@ -71,7 +74,7 @@ func TestLoadAndLoadAll(t *testing.T) {
 	// Any other format is one tensor.
 	npy := filepath.Join(dir, "x.npy")
 	dt, _ := format.ParseDType("uint8")
-	os.WriteFile(npy, append(format.EncodeNpy(format.Header{DType: dt, Shape: []int{1, 1, 2}}), 1, 2), 0o644)
+	os.WriteFile(npy, append(npyfmt.EncodeNpy(format.Header{DType: dt, Shape: []int{1, 1, 2}}), 1, 2), 0o644)
 	ts, err = LoadAll(Source{Path: npy})
 	if err != nil || len(ts) != 1 || ts[0].Name != "" {
 		t.Fatalf("LoadAll npy: %v", err)
@@ -89,7 +92,7 @@ func TestONNXOutputPaths(t *testing.T) {
 		data[i] = byte(i)
 	}
 	c := filepath.Join(dir, "c.npy")
-	os.WriteFile(c, append(format.EncodeNpy(format.Header{DType: dt, Shape: []int{1, 2, 2, 2}}), data...), 0o644)
+	os.WriteFile(c, append(npyfmt.EncodeNpy(format.Header{DType: dt, Shape: []int{1, 2, 2, 2}}), data...), 0o644)
 	// The same logical tensor, stored in Fortran order.
 	f := filepath.Join(dir, "f.npy")
 	fdata := make([]byte, len(data))
@@ -97,7 +100,7 @@ func TestONNXOutputPaths(t *testing.T) {
 		cc, h, w := i/4%2, i/2%2, i%2
 		copy(fdata[(w*4+h*2+cc)*4:], data[i*4:i*4+4])
 	}
-	os.WriteFile(f, append(format.EncodeNpy(format.Header{DType: dt, Shape: []int{1, 2, 2, 2}, Fortran: true}), fdata...), 0o644)
+	os.WriteFile(f, append(npyfmt.EncodeNpy(format.Header{DType: dt, Shape: []int{1, 2, 2, 2}, Fortran: true}), fdata...), 0o644)
 	req := ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}
 	var outs [][]byte
 	for _, in := range []string{c, f} {
@@ -111,7 +114,7 @@ func TestONNXOutputPaths(t *testing.T) {
 	if !bytes.Equal(outs[0], outs[1]) {
 		t.Fatal("streamed and buffered ONNX outputs differ")
 	}
-	got, err := format.DecodeONNX(outs[0])
+	got, err := onnx.DecodeONNX(outs[0])
 	if err != nil || format.ShapeString(got.Shape) != "1,8,1,1" {
 		t.Fatalf("%v %v", got, err)
 	}
@@ -125,7 +128,7 @@ func TestONNXOutputPaths(t *testing.T) {
 func TestStoredNpzPlaced(t *testing.T) {
 	dir := t.TempDir()
 	var buf bytes.Buffer
-	w := format.NewNpzWriter(&buf, false)
+	w := npz.NewNpzWriter(&buf, false)
 	shapes := map[string][]int{"a": {1, 4, 2, 2}, "big": {1, 3, 130, 66}, "z": {2, 1, 2, 2}}
 	names := []string{"a", "big", "z"}
 	want := map[string][]byte{}
@@ -163,7 +166,7 @@ func TestStoredNpzPlaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout bytes.Buffer
-	if _, err := Transform(Options{Request: s2d, Source: Source{Path: in}, Output: "-", To: format.KindNpz, Stdout: &stdout}); err != nil {
+	if _, err := Transform(Options{Request: s2d, Source: Source{Path: in}, Output: "-", To: npz.KindNpz, Stdout: &stdout}); err != nil {
 		t.Fatal(err)
 	}
 	file, _ := os.ReadFile(out)
@@ -185,7 +188,7 @@ func TestStoredNpzPlaced(t *testing.T) {
 			}
 			r.Close()
 		}
-		ms, err := format.ReadNpz(arch.b)
+		ms, err := npz.ReadNpz(arch.b)
 		if err != nil {
 			t.Fatalf("%s: %v", arch.name, err)
 		}

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npz"
+	"github.com/depthspace/depthspace/internal/format/safetensors"
 	"github.com/depthspace/depthspace/internal/ops"
 )
 
@@ -46,7 +48,7 @@ func testDeflatedNpzThreads(t *testing.T) {
 		} else if !bytes.Equal(first, got) {
 			t.Errorf("-j %d wrote another archive than -j 1", threads)
 		}
-		ms, err := format.ReadNpz(got)
+		ms, err := npz.ReadNpz(got)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +66,7 @@ func deflatedNpz(t *testing.T, dir string, n int) (path string, names []string, 
 	t.Helper()
 	rng := rand.New(rand.NewSource(9))
 	var b bytes.Buffer
-	nw := format.NewNpzWriter(&b, true)
+	nw := npz.NewNpzWriter(&b, true)
 	want = map[string][]byte{}
 	for i := 0; i < n; i++ {
 		shape := []int{1, 2 + i%3, 8, 16}
@@ -115,7 +117,7 @@ func testDeflatedNpzDeferred(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(st)
-	got, err := format.ReadSafetensors(b)
+	got, err := safetensors.ReadSafetensors(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +134,7 @@ func testDeflatedNpzDeferred(t *testing.T) {
 	for k := cd - 12; k < cd-4; k++ {
 		arch[k] ^= 0x55
 	}
-	if _, err := format.ReadNpzDeferred(arch, nil); err != nil {
+	if _, err := npz.ReadNpzDeferred(arch, nil); err != nil {
 		t.Fatalf("the corruption reached a header: %v", err)
 	}
 	bad := filepath.Join(dir, "bad.npz")
@@ -157,7 +159,7 @@ func testDeflatedNpzDeferred(t *testing.T) {
 		}
 		var to format.Kind
 		if out == "-" {
-			to = format.KindNpz
+			to = npz.KindNpz
 		}
 		_, err := Transform(Options{Request: s2d, Source: Source{Path: bad, Members: tc.members}, Output: out, To: to, Threads: tc.threads, Stdout: &stdout})
 		wantMsg := bad + `: npz member "` + names[len(names)-1] + `": `
@@ -204,7 +206,7 @@ func TestDeflatedNpzScratch(t *testing.T) {
 func bigDeflatedNpz(t *testing.T, dir string) string {
 	t.Helper()
 	var b bytes.Buffer
-	nw := format.NewNpzWriter(&b, true)
+	nw := npz.NewNpzWriter(&b, true)
 	h := format.Header{DType: format.DType{Kind: 'f', Size: 4, Order: '<'}, Shape: []int{1, 16, 256, 256}}
 	w, err := nw.Member("big", h)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npy"
 	"github.com/depthspace/depthspace/internal/ops"
 )
 
@@ -20,7 +21,7 @@ func writeNpy(t testing.TB, path string, dt string, shape []int, fortran bool, d
 	if err != nil {
 		t.Fatal(err)
 	}
-	pre := format.EncodeNpy(format.Header{DType: d, Shape: shape, Fortran: fortran})
+	pre := npy.EncodeNpy(format.Header{DType: d, Shape: shape, Fortran: fortran})
 	if err := os.WriteFile(path, append(pre, data...), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func TestStoreStrategiesAgree(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			n, err := format.ParseNpy(got)
+			n, err := npy.ParseNpy(got)
 			if err != nil {
 				t.Fatal(err)
 			}

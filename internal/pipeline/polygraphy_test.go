@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/polygraphy"
 	"github.com/depthspace/depthspace/internal/ops"
 )
 
@@ -35,7 +36,7 @@ func TestPolygraphyMemberReadInPlace(t *testing.T) {
 	}
 	bw := bufio.NewWriter(f)
 	lab := format.Header{DType: mustDType(t, "int64"), Shape: []int{3}}
-	mw, err := format.Lookup(format.KindPolygraphy).Create(bw, []format.MemberSpec{{Name: "x", Header: h}, {Name: "label", Header: lab}}, nil)
+	mw, err := format.Lookup(polygraphy.KindPolygraphy).Create(bw, []format.MemberSpec{{Name: "x", Header: h}, {Name: "label", Header: lab}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,34 +26,13 @@ func loadStore(src Source) (t *Tensor, ok bool, err error) {
 	if err != nil {
 		return nil, true, pathErr(src.Path, err)
 	}
-	want, shape, err := sourceOverrides(src)
+	d, err := src.description()
 	if err != nil {
 		return nil, true, pathErr(src.Path, err)
 	}
-	t, err = archiveTensors(format.Lookup(kind), ar, &fileio.Input{Name: src.Path}, want, shape)
+	t, err = archiveTensors(format.Lookup(kind), ar, &fileio.Input{Name: src.Path}, d.DType, d.Shape)
 	if err != nil {
 		return nil, true, pathErr(src.Path, err)
 	}
 	return t, true, nil
-}
-
-// sourceOverrides reads --dtype and --shape.
-func sourceOverrides(src Source) (*format.DType, []int, error) {
-	var want *format.DType
-	if src.DType != "" {
-		dt, err := format.ParseDType(src.DType)
-		if err != nil {
-			return nil, nil, err
-		}
-		want = &dt
-	}
-	var shape []int
-	if src.Shape != "" {
-		s, err := format.ParseShape(src.Shape)
-		if err != nil {
-			return nil, nil, err
-		}
-		shape = s
-	}
-	return want, shape, nil
 }

@@ -31,38 +31,45 @@ import (
 // written back into the output tar under the same name, never to the file
 // system.
 
-// isTar reports whether the job's input is a tar shard: --from tar, the
-// .tar extension, or a file with the ustar magic.
-func isTar(opts Options) bool {
+// shardKind names the format of the job's input when it is a shard
+// (format.Format.Shard: a tar shard), or "": --from, the extension, or
+// the first bytes of a regular file.
+func shardKind(opts Options) format.Kind {
+	isShard := func(k format.Kind) format.Kind {
+		if f := format.Lookup(k); f != nil && f.Shard {
+			return k
+		}
+		return ""
+	}
 	switch {
 	case opts.From != "":
-		return opts.From == format.KindTar
+		return isShard(opts.From)
 	case opts.Path == "-":
-		return false // a piped tar needs --from tar
+		return "" // a piped shard needs --from
 	case format.KindByExtension(opts.Path) != "":
-		return format.KindByExtension(opts.Path) == format.KindTar
+		return isShard(format.KindByExtension(opts.Path))
 	}
 	// Only a regular file is sniffed here: reading a pipe named by a path
 	// (<(cmd), /dev/stdin, a FIFO) would take bytes the job then lacks,
 	// and opening a FIFO again would wait for a writer that has gone. A
-	// piped tar needs --from tar, as on standard input.
+	// piped shard needs --from, as on standard input.
 	if fi, err := os.Stat(opts.Path); err != nil || !fi.Mode().IsRegular() {
-		return false
+		return ""
 	}
 	f, err := os.Open(opts.Path)
 	if err != nil {
-		return false
+		return ""
 	}
 	defer f.Close()
 	head := make([]byte, 512)
 	n, _ := f.ReadAt(head, 0)
-	return format.SniffTar(head[:n])
+	return isShard(format.Sniff(head[:n]))
 }
 
 // transformTar runs opts on every tensor member of a tar shard.
-func transformTar(opts Options) (*Result, error) {
-	to := outputKind(opts.To, opts.Output, format.KindTar)
-	if to != format.KindTar {
+func transformTar(opts Options, shard format.Kind) (*Result, error) {
+	to := outputKind(opts.To, opts.Output, shard)
+	if to != shard {
 		return nil, pathErr(opts.Path, fmt.Errorf("is a tar shard; its output is a tar shard too (an output named OUT.tar), not %s", to))
 	}
 	if opts.Output == "-" && opts.StdoutTTY {
@@ -146,7 +153,7 @@ func copyTar(opts Options, r io.Reader, all []byte, drop func(int64), w io.Write
 			c.sample, c.sampleNames = key, map[string]bool{}
 		}
 		if hdr.Typeflag != tar.TypeReg || !isTensorMember(opts.Members, hdr.Name) {
-			if k := format.KindByExtension(hdr.Name); c.unpicked == "" && hdr.Typeflag == tar.TypeReg && k != format.KindNpy && format.InTarShard(k) {
+			if k := format.KindByExtension(hdr.Name); c.unpicked == "" && hdr.Typeflag == tar.TypeReg && !shardDefault(k) && format.InTarShard(k) {
 				c.unpicked = hdr.Name
 			}
 			err = c.copyThrough(hdr, raw)
@@ -405,7 +412,7 @@ func (c *tarCopy) work(hdr *tar.Header, raw []byte) error {
 // error (a --member matching nothing).
 func (c *tarCopy) finish() (*Result, error) {
 	if c.worked == 0 {
-		what := "no .npy member"
+		what := "no " + strings.Join(defaultMembers(), " or ") + " member"
 		if len(c.opts.Members) > 0 {
 			what = "no member matching --member " + strings.Join(c.opts.Members, " --member ")
 		}
@@ -427,9 +434,28 @@ func (c *tarCopy) finish() (*Result, error) {
 // by default, those --member picks (by name or base name) otherwise.
 func isTensorMember(globs []string, name string) bool {
 	if len(globs) == 0 {
-		return strings.HasSuffix(strings.ToLower(name), ".npy")
+		return shardDefault(format.KindByExtension(name))
 	}
 	return selected(globs, name) || selected(globs, path.Base(name))
+}
+
+// shardDefault says whether a shard's members of format k are worked on
+// without --member picking them.
+func shardDefault(k format.Kind) bool {
+	f := format.Lookup(k)
+	return f != nil && f.ShardDefault
+}
+
+// defaultMembers lists the extensions of the members a shard's job works
+// on without --member: ".npy".
+func defaultMembers() []string {
+	var exts []string
+	for _, f := range format.All() {
+		if f.ShardDefault {
+			exts = append(exts, f.Exts...)
+		}
+	}
+	return exts
 }
 
 // readMember reads a member of size bytes into buf's storage. What is
@@ -478,17 +504,18 @@ func (j *npyJob) run(dst []byte) error {
 // thousands of members of a shard that share them. ok is false where it
 // does not apply (the caller then takes transformMember's general path).
 func npyMember(opts Options, plans map[string]*ops.Plan, name string, data []byte) (job *npyJob, ok bool, err error) {
-	if !strings.HasSuffix(strings.ToLower(name), ".npy") || opts.DType != "" || opts.Shape != "" {
+	f := format.Lookup(format.KindByExtension(name))
+	if f == nil || !f.ShardDefault || f.InPlace == nil || f.InPlace.Member == nil || opts.DType != "" || opts.Shape != "" {
 		return nil, false, nil
 	}
-	npy, err := format.ParseNpy(data)
-	if err != nil || npy.Fortran || int64(len(data))-npy.DataOffset != npy.DataBytes() {
+	npy, err := f.InPlace.Parse(data, int64(len(data)), format.Description{})
+	if err != nil || npy.Fortran {
 		return nil, false, nil // the general path says what is wrong
 	}
 	key := npy.DType.Descr() + format.ShapeString(npy.Shape)
 	p := plans[key]
 	if p == nil {
-		t := &Tensor{Header: npy.Header, Kind: format.KindNpy}
+		t := &Tensor{Header: npy.Header, Kind: f.Kind}
 		if p, err = opts.plan(t); err != nil {
 			return nil, false, err
 		}
@@ -498,7 +525,7 @@ func npyMember(opts Options, plans map[string]*ops.Plan, name string, data []byt
 		plans[key] = p
 	}
 	return &npyJob{
-		pre:  format.EncodeNpy(format.Header{DType: npy.DType, Shape: p.Out}),
+		pre:  f.InPlace.Member(format.Header{DType: npy.DType, Shape: p.Out}),
 		p:    p,
 		data: data[npy.DataOffset:],
 		res: &Result{Input: opts.Path, Output: opts.Output, Name: name, InShape: npy.Shape, OutShape: p.Out,
@@ -524,8 +551,8 @@ func transformMember(opts Options, name string, data, out []byte) ([]byte, *Resu
 	}
 	sub.From, sub.To = kind, kind
 	outName := name
-	if !format.Writable(format.Lookup(kind)) {
-		sub.To, outName = format.KindNpy, renamedMember(name)
+	if plain := format.Plain(); !format.Writable(format.Lookup(kind)) && plain != nil {
+		sub.To, outName = plain.Kind, renamedMember(name, plain)
 	}
 	t, err := decode(sub.Source, &fileio.Input{Data: data})
 	if err != nil {
@@ -552,14 +579,14 @@ func transformMember(opts Options, name string, data, out []byte) ([]byte, *Resu
 // renamedMember is the name of a read-only member written as npy: its
 // last extension replaced, "000.raw.dng" → "000.raw.npy", so that it
 // stays in its WebDataset sample (the key before the first dot).
-func renamedMember(name string) string {
-	return strings.TrimSuffix(name, path.Ext(name)) + ".npy"
+func renamedMember(name string, to *format.Format) string {
+	return strings.TrimSuffix(name, path.Ext(name)) + to.Exts[0]
 }
 
 // renameClash says that a read-only member's npy name is another
 // member's.
 func renameClash(from, name string) string {
-	return fmt.Sprintf("%q is written as npy under the name %q, which another member of the shard has: rename one of them", from, name)
+	return fmt.Sprintf("%q is written as %s under the name %q, which another member of the shard has: rename one of them", from, format.Plain().Kind, name)
 }
 
 // sampleKey is a member's WebDataset sample key: its name up to the first
@@ -636,11 +663,11 @@ func tarErr(err error) error {
 // metadata), named by its member name
 // (an npz or safetensors member's tensors as MEMBER/NAME). Their data are slices of the mapped
 // shard where the format stores bytes as they are (npy, safetensors).
-func decodeTar(src Source, in *fileio.Input) (*Tensor, error) {
+func decodeTar(shard format.Kind, src Source, in *fileio.Input) (*Tensor, error) {
 	cr := &countingReader{r: bytes.NewReader(in.Data)}
 	tr := tar.NewReader(cr)
 	sh := &sharedInput{in: in}
-	container := &Tensor{Kind: format.KindTar}
+	container := &Tensor{Kind: shard}
 	last := ""
 	for {
 		hdr, err := tr.Next()

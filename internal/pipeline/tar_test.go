@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npy"
+	tarfmt "github.com/depthspace/depthspace/internal/format/tar"
 	fileio "github.com/depthspace/depthspace/internal/io"
 	"github.com/depthspace/depthspace/internal/ops"
 )
@@ -46,8 +48,8 @@ func npyBytes(t *testing.T, descr string, shape []int, rng *rand.Rand) (in, s2d 
 	if err := p.Run(out, data, 1); err != nil {
 		t.Fatal(err)
 	}
-	return append(format.EncodeNpy(format.Header{DType: d, Shape: shape}), data...),
-		append(format.EncodeNpy(format.Header{DType: d, Shape: p.Out}), out...)
+	return append(npy.EncodeNpy(format.Header{DType: d, Shape: shape}), data...),
+		append(npy.EncodeNpy(format.Header{DType: d, Shape: p.Out}), out...)
 }
 
 // testShard has what the tar writer must handle: one-block headers (copied
@@ -121,7 +123,7 @@ func TestTarFileAndPipeAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	var piped bytes.Buffer
-	if _, err := Transform(Options{Request: req, Source: Source{Path: "-", From: format.KindTar, Stdin: bytes.NewReader(shard)}, Output: "-", Stdout: &piped, Threads: 1}); err != nil {
+	if _, err := Transform(Options{Request: req, Source: Source{Path: "-", From: tarfmt.KindTar, Stdin: bytes.NewReader(shard)}, Output: "-", Stdout: &piped, Threads: 1}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(fileOut)
@@ -280,7 +282,7 @@ func FuzzTarShard(f *testing.F) {
 		req := ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}
 		var fromFile, fromPipe bytes.Buffer
 		_, errFile := Transform(Options{Request: req, Source: Source{Path: path}, Output: "-", Stdout: &fromFile, Threads: 1})
-		_, errPipe := Transform(Options{Request: req, Source: Source{Path: "-", From: format.KindTar, Stdin: bytes.NewReader(shard)}, Output: "-", Stdout: &fromPipe, Threads: 1})
+		_, errPipe := Transform(Options{Request: req, Source: Source{Path: "-", From: tarfmt.KindTar, Stdin: bytes.NewReader(shard)}, Output: "-", Stdout: &fromPipe, Threads: 1})
 		if errFile == nil && errPipe == nil && !bytes.Equal(fromFile.Bytes(), fromPipe.Bytes()) {
 			t.Fatalf("file and pipe outputs differ")
 		}
@@ -338,7 +340,7 @@ func TestTarTruncatedAfterMember(t *testing.T) {
 			}
 		}
 		var piped bytes.Buffer
-		_, fromPipe = Transform(Options{Request: req, Source: Source{Path: "-", From: format.KindTar, Stdin: bytes.NewReader(cut)}, Output: "-", Stdout: &piped, Threads: 1})
+		_, fromPipe = Transform(Options{Request: req, Source: Source{Path: "-", From: tarfmt.KindTar, Stdin: bytes.NewReader(cut)}, Output: "-", Stdout: &piped, Threads: 1})
 		return outFile, piped.Bytes(), fromFile, fromPipe
 	}
 	cuts := 0
@@ -378,12 +380,12 @@ func TestTarTruncatedAfterMember(t *testing.T) {
 		if dataEnd[i] == padEnd[i] {
 			continue
 		}
-		_, err := decodeTar(Source{Path: "cut.tar"}, &fileio.Input{Data: shard[:dataEnd[i]+1]})
+		_, err := decodeTar(tarfmt.KindTar, Source{Path: "cut.tar"}, &fileio.Input{Data: shard[:dataEnd[i]+1]})
 		if err == nil || !strings.Contains(err.Error(), "truncated tar archive") {
 			t.Errorf("decodeTar, cut in the padding of %s: %v", names[i], err)
 		}
 	}
-	if _, err := decodeTar(Source{Path: "cut.tar"}, &fileio.Input{Data: shard[:last]}); err != nil {
+	if _, err := decodeTar(tarfmt.KindTar, Source{Path: "cut.tar"}, &fileio.Input{Data: shard[:last]}); err != nil {
 		t.Errorf("decodeTar, cut after the last member's padding: %v", err)
 	}
 }
@@ -464,7 +466,7 @@ func TestTarSparseMemberRefused(t *testing.T) {
 		out := filepath.Join(dir, "out.tar")
 		_, errFile := Transform(Options{Request: req, Source: Source{Path: shard}, Output: out, Threads: 1})
 		var piped bytes.Buffer
-		_, errPipe := Transform(Options{Request: req, Source: Source{Path: "-", From: format.KindTar, Stdin: bytes.NewReader(b)}, Output: "-", Stdout: &piped, Threads: 1})
+		_, errPipe := Transform(Options{Request: req, Source: Source{Path: "-", From: tarfmt.KindTar, Stdin: bytes.NewReader(b)}, Output: "-", Stdout: &piped, Threads: 1})
 		for _, err := range []error{errFile, errPipe} {
 			if err == nil || !strings.Contains(err.Error(), `member "holes.bin" is stored sparse`) {
 				t.Errorf("%s format: %v, want holes.bin refused as sparse", tarFormat, err)
@@ -474,7 +476,7 @@ func TestTarSparseMemberRefused(t *testing.T) {
 			t.Errorf("%s format: an output was written", tarFormat)
 		}
 		// info and compare skip it: not a tensor member.
-		if _, err := decodeTar(Source{Path: shard}, &fileio.Input{Data: b}); err != nil {
+		if _, err := decodeTar(tarfmt.KindTar, Source{Path: shard}, &fileio.Input{Data: b}); err != nil {
 			t.Errorf("%s format: decodeTar: %v", tarFormat, err)
 		}
 	}
@@ -512,7 +514,7 @@ func TestTarNamesCarried(t *testing.T) {
 		out := filepath.Join(dir, "out.tar")
 		_, errFile := Transform(Options{Request: req, Source: Source{Path: path}, Output: out, Threads: 1})
 		var piped bytes.Buffer
-		_, errPipe := Transform(Options{Request: req, Source: Source{Path: "-", From: format.KindTar, Stdin: bytes.NewReader(shard)}, Output: "-", Stdout: &piped, Threads: 1})
+		_, errPipe := Transform(Options{Request: req, Source: Source{Path: "-", From: tarfmt.KindTar, Stdin: bytes.NewReader(shard)}, Output: "-", Stdout: &piped, Threads: 1})
 		for _, err := range []error{errFile, errPipe} {
 			switch {
 			case c.want == "" && err != nil:

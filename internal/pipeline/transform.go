@@ -85,12 +85,12 @@ type Result struct {
 // input or output is transformed member by member (members.go), a tar
 // shard file by file (tar.go).
 func Transform(opts Options) (*Result, error) {
-	if isTar(opts) {
+	if shard := shardKind(opts); shard != "" {
 		if len(opts.Rename) > 0 {
 			// A shard's names are carried as bytes, whatever they hold.
 			return nil, pathErr(opts.Path, errors.New("--rename-member renames members of an npz, safetensors or Polygraphy output; a tar shard's members keep their names"))
 		}
-		return transformTar(opts)
+		return transformTar(opts, shard)
 	}
 	src := opts.Source
 	if src.Threads == 0 {
@@ -110,7 +110,7 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 	var err error
 	t := ts[0]
 	to := outputKind(opts.To, opts.Output, t.Kind)
-	if to == format.KindTar {
+	if f := format.Lookup(to); f != nil && f.Shard {
 		return nil, pathErr(opts.Path, errors.New("a tar output is made from a tar shard (its members worked on); make a shard with tar or Python's tarfile"))
 	}
 	if len(opts.Members) > 0 && !format.IsContainer(t.Kind) {

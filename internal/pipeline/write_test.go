@@ -10,6 +10,13 @@ import (
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/json"
+	"github.com/depthspace/depthspace/internal/format/npy"
+	"github.com/depthspace/depthspace/internal/format/npz"
+	"github.com/depthspace/depthspace/internal/format/onnx"
+	"github.com/depthspace/depthspace/internal/format/polygraphy"
+	"github.com/depthspace/depthspace/internal/format/raw"
+	"github.com/depthspace/depthspace/internal/format/safetensors"
 	"github.com/depthspace/depthspace/internal/ops"
 )
 
@@ -24,11 +31,11 @@ func TestOneWritePathEveryFormat(t *testing.T) {
 	shape := []int{3, 4, 32, 32}
 	data := make([]byte, 3*4*32*32*2)
 	rand.New(rand.NewSource(3)).Read(data)
-	src := append(format.EncodeNpy(format.Header{DType: mustDType(t, "uint16"), Shape: shape}), data...)
+	src := append(npy.EncodeNpy(format.Header{DType: mustDType(t, "uint16"), Shape: shape}), data...)
 	req := ops.Request{Op: ops.SpaceToDepth, Order: ops.CRD, Block: ops.Block{2}}
 	plan, want := planned(t, req, shape, 2, data)
 	for _, f := range format.All() {
-		if !format.Writable(f) || f.Kind == format.KindTar || (f.CanWrite != nil && f.CanWrite(format.Header{DType: mustDType(t, "uint16"), Shape: plan.Out}) != nil) {
+		if !format.Writable(f) || f.Shard || f.Store != nil || (f.CanWrite != nil && f.CanWrite(format.Header{DType: mustDType(t, "uint16"), Shape: plan.Out}) != nil) {
 			continue
 		}
 		var outs [2][]byte
@@ -74,7 +81,7 @@ func TestOneWritePathEveryFormat(t *testing.T) {
 			}
 			closeAll(ts)
 		}
-		if f.Kind != format.KindNpz && !bytes.Equal(outs[0], outs[1]) {
+		if f.Kind != npz.KindNpz && !bytes.Equal(outs[0], outs[1]) {
 			t.Errorf("%s: a file and standard output differ", f.Kind)
 		}
 	}
@@ -104,9 +111,9 @@ func TestMemberErrorAttribution(t *testing.T) {
 		to   format.Kind
 		want string
 	}{
-		{format.KindNpy, missing + ": making a scratch file there (TMPDIR): "},
-		{format.KindNpz, filepath.Join(dir, "o.npz") + `: npz member "big": ` + missing + ": making a scratch file there (TMPDIR): "},
-		{format.KindSafetensors, filepath.Join(dir, "o.safetensors") + `: safetensors member "big": ` + missing + ": making a scratch file there (TMPDIR): "},
+		{npy.KindNpy, missing + ": making a scratch file there (TMPDIR): "},
+		{npz.KindNpz, filepath.Join(dir, "o.npz") + `: npz member "big": ` + missing + ": making a scratch file there (TMPDIR): "},
+		{safetensors.KindSafetensors, filepath.Join(dir, "o.safetensors") + `: safetensors member "big": ` + missing + ": making a scratch file there (TMPDIR): "},
 	} {
 		out := filepath.Join(dir, "o."+string(tc.to))
 		_, err := Transform(Options{Request: s2d, Source: Source{Path: big}, Output: out, To: tc.to, Threads: 2})
@@ -117,8 +124,8 @@ func TestMemberErrorAttribution(t *testing.T) {
 
 	shape := []int{1, 4, 8, 8}
 	data := make([]byte, 4*8*8*4)
-	src := append(format.EncodeNpy(format.Header{DType: mustDType(t, "float32"), Shape: shape}), data...)
-	for _, to := range []format.Kind{format.KindNpy, format.KindNpz, format.KindSafetensors, format.KindPolygraphy} {
+	src := append(npy.EncodeNpy(format.Header{DType: mustDType(t, "float32"), Shape: shape}), data...)
+	for _, to := range []format.Kind{npy.KindNpy, npz.KindNpz, safetensors.KindSafetensors, polygraphy.KindPolygraphy} {
 		for _, cut := range []struct {
 			in   []byte
 			want string
@@ -147,7 +154,7 @@ func TestCorruptMemberWritesNothingInOrder(t *testing.T) {
 	s2d := ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}
 	for _, shape := range [][]int{{1, 4, 64, 64}, {1, 16, 256, 256}} { // in memory; into a scratch file (4 MiB)
 		var b bytes.Buffer
-		nw := format.NewNpzWriter(&b, true)
+		nw := npz.NewNpzWriter(&b, true)
 		h := format.Header{DType: format.DType{Kind: 'f', Size: 4, Order: '<'}, Shape: shape}
 		w, err := nw.Member("arr_0", h)
 		if err != nil {
@@ -165,7 +172,7 @@ func TestCorruptMemberWritesNothingInOrder(t *testing.T) {
 		if err := os.WriteFile(bad, z, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		for _, to := range []format.Kind{format.KindNpy, format.KindRaw, format.KindONNX} {
+		for _, to := range []format.Kind{npy.KindNpy, raw.KindRaw, onnx.KindONNX} {
 			var stdout bytes.Buffer
 			_, err := Transform(Options{Request: s2d, Source: Source{Path: bad}, Output: "-", To: to, Threads: 2, Stdout: &stdout})
 			if err == nil || !strings.HasPrefix(err.Error(), bad+`: npz member "arr_0": `) {
@@ -192,7 +199,7 @@ func TestGatheredOutputNeedsNoSpool(t *testing.T) {
 	data := make([]byte, 4*32*32)
 	rand.New(rand.NewSource(5)).Read(data)
 	h := format.Header{DType: mustDType(t, "uint8"), Shape: shape}
-	src := append(format.EncodeNpy(h), data...)
+	src := append(npy.EncodeNpy(h), data...)
 	in := filepath.Join(dir, "in.npy")
 	if err := os.WriteFile(in, src, 0o644); err != nil {
 		t.Fatal(err)
@@ -200,18 +207,18 @@ func TestGatheredOutputNeedsNoSpool(t *testing.T) {
 	s2d := ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}
 	plan, want := planned(t, s2d, shape, 1, data)
 	var ref bytes.Buffer
-	if err := format.Lookup(format.KindJSON).Encode(&ref, format.Header{DType: h.DType, Shape: plan.Out}, "", want); err != nil {
+	if err := format.Lookup(json.KindJSON).Encode(&ref, format.Header{DType: h.DType, Shape: plan.Out}, "", want); err != nil {
 		t.Fatal(err)
 	}
 	for _, piped := range []bool{false, true} {
 		for _, out := range []string{"-", filepath.Join(dir, "out.json")} {
 			src := Source{Path: in}
 			if piped {
-				src = Source{Path: "-", Stdin: bytes.NewReader(append([]byte{}, format.EncodeNpy(h)...)), Stream: true}
+				src = Source{Path: "-", Stdin: bytes.NewReader(append([]byte{}, npy.EncodeNpy(h)...)), Stream: true}
 				src.Stdin = io.MultiReader(src.Stdin, bytes.NewReader(data))
 			}
 			var stdout bytes.Buffer
-			_, err := Transform(Options{Request: s2d, Source: src, Output: out, To: format.KindJSON, Threads: 2, ChunkBytes: 256, Stdout: &stdout})
+			_, err := Transform(Options{Request: s2d, Source: src, Output: out, To: json.KindJSON, Threads: 2, ChunkBytes: 256, Stdout: &stdout})
 			if err != nil {
 				t.Errorf("piped %v, to %s, with no TMPDIR: %v", piped, out, err)
 				continue

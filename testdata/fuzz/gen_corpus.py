@@ -209,7 +209,7 @@ NASTY_JSON = [
 
 def main():
     # FuzzNpyHeader: numpy's own files, then the nasty ones.
-    c = Corpus("internal/format", "FuzzNpyHeader")
+    c = Corpus("internal/format/npy", "FuzzNpyHeader")
     for d in DTYPES:
         c.add("numpy-v1-" + d.replace("<", "le").replace(">", "be").replace("|", ""), B(npy(sample(d, (1, 2, 2, 2)))))
     for v in [(2, 0), (3, 0)]:
@@ -225,7 +225,7 @@ def main():
         c.add(name, B(data))
 
     # FuzzRawDescription: --dtype, --shape, the file's size.
-    c = Corpus("internal/format", "FuzzRawDescription")
+    c = Corpus("internal/format/npy", "FuzzRawDescription")
     raw = [
         ("uint32", "1,2,4,6", 192), ("uint32", "1,2,4,6", 191), ("uint32", "1,2,4,6", 193),
         ("FLOAT", "[1, 8, 2, 3]", 192), ("DML_TENSOR_DATA_TYPE_FLOAT16", "1x1x4x4", 32), ("bfloat16", "(2, 2)", 8),

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/npy"
 	fileio "github.com/depthspace/depthspace/internal/io"
 	"github.com/depthspace/depthspace/internal/testpeer"
 )
@@ -43,7 +44,7 @@ func npyData(t *testing.T, path string) (format.Header, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := format.ParseNpy(b)
+	n, err := npy.ParseNpy(b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,12 +22,12 @@ const (
 func init() {
 	format.Register(format.Format{Kind: KindV2, Rank: 11, Container: true, Noun: "a Zarr v2 store",
 		Doc:     "a Zarr v2 store (a directory): an array is one tensor, a group its arrays by path",
-		Aliases: []string{"zarr2"}, Exts: []string{".zarr"}, ByContent: true},
-		&format.StoreFormat{Claims: claimsV2, Markers: []string{".zarray", ".zgroup"}, Open: open, Create: creator(2)})
+		Aliases: []string{"zarr2"}, Exts: []string{".zarr"}, ByContent: true,
+		Store: &format.StoreFormat{Claims: claimsV2, Markers: []string{".zarray", ".zgroup"}, Open: open, Create: creator(2), Codecs: CodecNames()}})
 	format.Register(format.Format{Kind: KindV3, Rank: 12, Container: true, Noun: "a Zarr v3 store",
-		Doc:  "a Zarr v3 store (a directory; sharding read and written): an array is one tensor, a group its arrays by path",
-		Exts: []string{".zarr"}},
-		&format.StoreFormat{Claims: claimsV3, Markers: []string{"zarr.json"}, Open: open, Create: creator(3)})
+		Doc:   "a Zarr v3 store (a directory; sharding read and written): an array is one tensor, a group its arrays by path",
+		Exts:  []string{".zarr"},
+		Store: &format.StoreFormat{Claims: claimsV3, Markers: []string{"zarr.json"}, Open: open, Create: creator(3), Codecs: CodecNames()}})
 }
 
 // has says whether the store holds the object key where it can be read:

@@ -1,0 +1,413 @@
+package npy
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/depthspace/depthspace/internal/format"
+)
+
+// KindNpy is numpy's .npy file.
+const KindNpy format.Kind = "npy"
+
+// NpyMagic starts every npy file.
+const NpyMagic = "\x93NUMPY"
+
+// MaxNpyHeader bounds the header we accept. numpy itself refuses headers
+// over 10000 bytes unless told otherwise; a shape of rank 1000 still fits.
+const MaxNpyHeader = 1 << 20
+
+// npyAlign is numpy's ARRAY_ALIGN: the data of a file numpy writes starts
+// on a 64-byte boundary, which keeps mapped data aligned for every dtype.
+const npyAlign = 64
+
+// Npy is a parsed npy preamble.
+type Npy = format.Preamble
+
+// FormatError is a malformed file, with the byte offset where it went wrong.
+type FormatError struct {
+	Offset int64
+	Msg    string
+}
+
+func (e *FormatError) Error() string {
+	if e.Offset < 0 {
+		return e.Msg
+	}
+	return fmt.Sprintf("npy header, byte %d: %s", e.Offset, e.Msg)
+}
+
+func errAt(off int, format string, a ...any) error {
+	return &FormatError{Offset: int64(off), Msg: fmt.Sprintf(format, a...)}
+}
+
+// ReadNpy reads the preamble from r, consuming exactly DataOffset bytes.
+func ReadNpy(r io.Reader) (Npy, error) {
+	var pre [12]byte
+	if n, err := io.ReadFull(r, pre[:10]); err != nil {
+		return Npy{}, truncated(n, 10)
+	}
+	need, err := preambleLen(pre[:10])
+	if err != nil {
+		return Npy{}, err
+	}
+	fixed := 10
+	if need < 0 { // v2/v3: four-byte length
+		if n, err := io.ReadFull(r, pre[10:12]); err != nil {
+			return Npy{}, truncated(10+n, 12)
+		}
+		fixed = 12
+	}
+	hlen := headerLen(pre[:fixed])
+	if hlen > MaxNpyHeader {
+		return Npy{}, errAt(8, "header length %d is larger than the %d bytes accepted", hlen, MaxNpyHeader)
+	}
+	buf := make([]byte, fixed+hlen)
+	copy(buf, pre[:fixed])
+	if n, err := io.ReadFull(r, buf[fixed:]); err != nil {
+		return Npy{}, truncated(fixed+n, fixed+hlen)
+	}
+	return ParseNpy(buf)
+}
+
+func truncated(got, want int) error {
+	return &FormatError{Offset: -1, Msg: fmt.Sprintf("truncated npy header: %d of %d bytes", got, want)}
+}
+
+// preambleLen checks magic and version; it returns 10 for a v1 file whose
+// length field is two bytes, -1 when the length field is four bytes.
+func preambleLen(b []byte) (int, error) {
+	if !bytes.HasPrefix(b, []byte(NpyMagic)) {
+		return 0, errAt(0, "not an npy file (no \\x93NUMPY magic)")
+	}
+	switch b[6] {
+	case 1:
+		if b[7] != 0 {
+			return 0, errAt(7, "unsupported npy version %d.%d", b[6], b[7])
+		}
+		return 10, nil
+	case 2, 3:
+		if b[7] != 0 {
+			return 0, errAt(7, "unsupported npy version %d.%d", b[6], b[7])
+		}
+		return -1, nil
+	}
+	return 0, errAt(6, "unsupported npy version %d.%d (1.0, 2.0 and 3.0 are supported)", b[6], b[7])
+}
+
+func headerLen(pre []byte) int {
+	if len(pre) == 10 {
+		return int(binary.LittleEndian.Uint16(pre[8:10]))
+	}
+	return int(binary.LittleEndian.Uint32(pre[8:12]))
+}
+
+// ParseNpy parses the preamble at the start of b (a mapped file may pass the
+// whole file). It checks everything a header can get wrong; it does not look
+// at the data.
+func ParseNpy(b []byte) (Npy, error) {
+	if len(b) < 10 {
+		if !bytes.HasPrefix([]byte(NpyMagic), b[:min(len(b), 6)]) {
+			return Npy{}, errAt(0, "not an npy file (no \\x93NUMPY magic)")
+		}
+		return Npy{}, truncated(len(b), 10)
+	}
+	need, err := preambleLen(b)
+	if err != nil {
+		return Npy{}, err
+	}
+	fixed := 10
+	if need < 0 {
+		if len(b) < 12 {
+			return Npy{}, truncated(len(b), 12)
+		}
+		fixed = 12
+	}
+	hlen := headerLen(b[:fixed])
+	if hlen > MaxNpyHeader {
+		return Npy{}, errAt(8, "header length %d is larger than the %d bytes accepted", hlen, MaxNpyHeader)
+	}
+	if len(b) < fixed+hlen {
+		return Npy{}, truncated(len(b), fixed+hlen)
+	}
+	text := b[fixed : fixed+hlen]
+	major := int(b[6])
+	if major == 3 {
+		if !utf8.Valid(text) {
+			return Npy{}, errAt(fixed, "npy 3.0 header is not valid UTF-8")
+		}
+	} else {
+		for i, c := range text {
+			if c >= 0x80 {
+				return Npy{}, errAt(fixed+i, "non-ASCII byte 0x%02x in a version %d.0 header", c, major)
+			}
+		}
+	}
+	h, err := parseDict(string(text), fixed)
+	if err != nil {
+		return Npy{}, err
+	}
+	return Npy{Header: h, Kind: KindNpy, Major: major, Minor: int(b[7]), DataOffset: int64(fixed + hlen)}, nil
+}
+
+// parseDict reads the header: a Python dict literal with exactly the keys
+// descr, fortran_order and shape, padded with spaces and ending in '\n'.
+// It is deliberately strict: this is the only text a hostile file controls.
+func parseDict(s string, base int) (format.Header, error) {
+	p := &dictParser{s: s, base: base}
+	var h format.Header
+	seen := map[string]bool{}
+	p.space()
+	if !p.eat('{') {
+		return h, p.err("header does not start with '{'")
+	}
+	for {
+		p.space()
+		if p.eat('}') {
+			break
+		}
+		keyAt := p.i
+		key, err := p.str()
+		if err != nil {
+			return h, err
+		}
+		if seen[key] {
+			return h, errAt(base+keyAt, "key %q appears twice", key)
+		}
+		seen[key] = true
+		p.space()
+		if !p.eat(':') {
+			return h, p.err("expected ':' after key %q", key)
+		}
+		p.space()
+		switch key {
+		case "descr":
+			if p.peek() == '[' {
+				return h, p.err("structured dtypes (a descr list) are not supported")
+			}
+			at := p.i
+			d, err := p.str()
+			if err != nil {
+				return h, err
+			}
+			dt, err := format.ParseDescr(d)
+			if err != nil {
+				return h, errAt(base+at, "%v", err)
+			}
+			h.DType = dt
+		case "fortran_order":
+			switch {
+			case strings.HasPrefix(s[p.i:], "True"):
+				h.Fortran = true
+				p.i += 4
+			case strings.HasPrefix(s[p.i:], "False"):
+				p.i += 5
+			default:
+				return h, p.err("fortran_order must be True or False")
+			}
+		case "shape":
+			shape, err := p.tuple()
+			if err != nil {
+				return h, err
+			}
+			h.Shape = shape
+		default:
+			return h, errAt(base+keyAt, "unexpected key %q", key)
+		}
+		p.space()
+		if p.eat(',') {
+			continue
+		}
+		p.space()
+		if !p.eat('}') {
+			return h, p.err("expected ',' or '}'")
+		}
+		break
+	}
+	for _, k := range []string{"descr", "fortran_order", "shape"} {
+		if !seen[k] {
+			return h, errAt(base, "header has no %q key", k)
+		}
+	}
+	// What follows is padding: spaces, then the newline numpy ends it with.
+	rest := s[p.i:]
+	if t := strings.TrimRight(rest, " \n\x00"); t != "" {
+		return h, p.err("unexpected text after the header dict")
+	}
+	if h.Elements() < 0 || h.DataBytes() < 0 {
+		return h, errAt(base, "shape (%s) of %s is too large", format.ShapeString(h.Shape), h.DType)
+	}
+	return h, nil
+}
+
+type dictParser struct {
+	s    string
+	i    int
+	base int
+}
+
+func (p *dictParser) err(format string, a ...any) error {
+	return errAt(p.base+p.i, format, a...)
+}
+
+func (p *dictParser) space() {
+	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t' || p.s[p.i] == '\n') {
+		p.i++
+	}
+}
+
+func (p *dictParser) peek() byte {
+	if p.i < len(p.s) {
+		return p.s[p.i]
+	}
+	return 0
+}
+
+func (p *dictParser) eat(c byte) bool {
+	if p.peek() == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// str reads a quoted string without escapes (none occur in valid headers).
+func (p *dictParser) str() (string, error) {
+	q := p.peek()
+	if q != '\'' && q != '"' {
+		return "", p.err("expected a quoted string")
+	}
+	end := strings.IndexByte(p.s[p.i+1:], q)
+	if end < 0 {
+		return "", p.err("unterminated string")
+	}
+	v := p.s[p.i+1 : p.i+1+end]
+	if strings.ContainsAny(v, "\\\n") {
+		return "", p.err("unexpected escape in string")
+	}
+	p.i += end + 2
+	return v, nil
+}
+
+// tuple reads (), (3,) or (1, 2, 3); Python 2 numpy wrote longs as 3L.
+func (p *dictParser) tuple() ([]int, error) {
+	if !p.eat('(') {
+		return nil, p.err("shape must be a tuple")
+	}
+	shape := []int{}
+	for {
+		p.space()
+		if p.eat(')') {
+			if len(shape) == 1 && !strings.HasSuffix(strings.TrimRight(p.s[:p.i-1], " "), ",") {
+				// (3) is just 3 in Python, not a tuple; numpy never writes it.
+				return nil, p.err("shape (%d) is not a tuple; numpy writes (%d,)", shape[0], shape[0])
+			}
+			return shape, nil
+		}
+		if len(shape) > 0 {
+			if !p.eat(',') {
+				return nil, p.err("expected ',' or ')' in shape")
+			}
+			p.space()
+			if p.eat(')') {
+				return shape, nil
+			}
+		}
+		start := p.i
+		for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
+			p.i++
+		}
+		if p.i == start {
+			if p.peek() == '-' {
+				return nil, p.err("negative dimension in shape")
+			}
+			return nil, p.err("expected a dimension in shape")
+		}
+		v, err := strconv.ParseInt(p.s[start:p.i], 10, 64)
+		if err != nil {
+			return nil, errAt(p.base+start, "dimension %s is too large", p.s[start:p.i])
+		}
+		p.eat('L')
+		if len(shape) >= 1024 {
+			return nil, p.err("shape has more than 1024 dimensions")
+		}
+		shape = append(shape, int(v))
+	}
+}
+
+// EncodeNpy returns the preamble numpy would write for a C-order tensor:
+// version 1.0 unless the header needs more than 65535 bytes, padded with
+// spaces and a newline so that the data starts on a 64-byte boundary.
+func EncodeNpy(h format.Header) []byte { return encodeNpy(h, npyAlign) }
+
+// EncodeNpyFile is the preamble of an npy file of our own: EncodeNpy's,
+// except that a tensor of pageAlignBytes or more gets its header padded to
+// 4096 bytes, so that the data starts on a page boundary. Writes of the
+// data then fill whole pages of the page cache instead of starting and
+// ending inside one; measured on W1 (1 GiB float32 s2d, median of 9 paired
+// runs) 0.229 -> 0.195 s. The file is still what numpy.load reads (its
+// header limit is 10000 bytes) and the padding is 4 KiB at most.
+func EncodeNpyFile(h format.Header) []byte {
+	if h.DataBytes() >= pageAlignBytes {
+		return encodeNpy(h, pageSize)
+	}
+	return EncodeNpy(h)
+}
+
+const (
+	pageSize       = 4096
+	pageAlignBytes = 1 << 20
+)
+
+func encodeNpy(h format.Header, align int) []byte {
+	var dict strings.Builder
+	fmt.Fprintf(&dict, "{'descr': '%s', 'fortran_order': %s, 'shape': (", h.DType.Descr(), pyBool(h.Fortran))
+	for i, d := range h.Shape {
+		if i > 0 {
+			dict.WriteString(", ")
+		}
+		dict.WriteString(strconv.Itoa(d))
+	}
+	if len(h.Shape) == 1 {
+		dict.WriteString(",")
+	}
+	dict.WriteString("), }")
+	text := dict.String()
+	fixed, major := 10, byte(1)
+	if total := 10 + len(text) + 1; (total+align-1)/align*align-10 > 0xffff {
+		fixed, major = 12, 2
+	}
+	total := (fixed + len(text) + 1 + align - 1) / align * align
+	out := make([]byte, total)
+	copy(out, NpyMagic)
+	out[6], out[7] = major, 0
+	if fixed == 10 {
+		binary.LittleEndian.PutUint16(out[8:], uint16(total-fixed))
+	} else {
+		binary.LittleEndian.PutUint32(out[8:], uint32(total-fixed))
+	}
+	n := copy(out[fixed:], text)
+	for i := fixed + n; i < total-1; i++ {
+		out[i] = ' '
+	}
+	out[total-1] = '\n'
+	return out
+}
+
+func pyBool(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
+}
+
+func init() {
+	format.Register(format.Format{Kind: KindNpy, InTar: true, ShardDefault: true, Plain: true, InPlace: inPlace, Rank: 1, Doc: "numpy .npy, every fixed-size dtype, C and Fortran order", Exts: []string{".npy"}, SniffOrder: 10,
+		Sniff:    func(b []byte) bool { return strings.HasPrefix(string(b[:min(len(b), 6)]), NpyMagic) },
+		Preamble: func(h format.Header, _ string) ([]byte, error) { return EncodeNpyFile(h), nil }})
+}

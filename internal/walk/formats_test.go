@@ -1,0 +1,5 @@
+package walk
+
+// The programs register every format (internal/cli); this package's
+// tests read and write them all the same.
+import _ "github.com/depthspace/depthspace/internal/format/all"
