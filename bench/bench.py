@@ -2,7 +2,7 @@
 
   bench/run.sh [--rounds N] [--only W1,W3] [--scratch DIR]
 
-Builds the binary, writes the workloads of issue 5 (seeded) into a scratch
+Builds the binary, writes the five workloads (seeded) into a scratch
 directory that is removed at the end, then runs every tool on every
 workload, interleaved round by round (all tools once per round, in turn),
 so that drifts of this shared machine hit every tool alike. The first round

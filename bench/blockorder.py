@@ -1,4 +1,4 @@
-"""Issue 15's speed check: a block order runs at the default order's speed.
+"""Speed check: a block order runs at the default order's speed.
 
   /usr/bin/python3 bench/blockorder.py [--rounds N] [--scratch DIR]
 

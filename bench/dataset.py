@@ -1,4 +1,4 @@
-"""Dataset-scale benchmark (issue 14): many files, replaced outputs, and a
+"""Dataset-scale benchmark: many files, replaced outputs, and a
 standard input or output that is a regular file, each next to the copy
 tool doing the same bytes.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 27's speed check: camera DNGs to four planes.
+# Speed check: camera DNGs to four planes.
 #   bench/dng.sh [--files N] [--rounds R] [--scratch DIR]
 # Writes N camera-sized DNGs (6048x4024, 14-bit lossless JPEG in 256x256
 # tiles, as Adobe's converter writes them; and the same mosaics as 16-bit

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 26's check: depthspace compare on Polygraphy RunResults files
+# Check: depthspace compare on Polygraphy RunResults files
 # (base64 arrays in JSON) against the same arrays as stored npz.
 #   bench/polygraphy.sh [--rounds N] [--scratch DIR] [--keep]
 # Writes A.json, B.json (RunResults of one runner, one iteration, 8 float32

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 24's start-up check: depthspace against a bare cobra root command.
+# Start-up check: depthspace against a bare cobra root command.
 #   bench/startup.sh [--rounds R] [--runs N] [--scratch DIR]
 # Builds, the way the release does (static, stripped: CGO_ENABLED=0 go
 # build -trimpath -ldflags '-s -w'), depthspace and the yardstick: a

@@ -1,4 +1,4 @@
-"""Issue 16's tar check: a WebDataset shard of 1,000 npy members.
+"""Tar check: a WebDataset shard of 1,000 npy members.
 
   /usr/bin/python3 bench/tarshard.py [--members N] [--scratch DIR]
 
