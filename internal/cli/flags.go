@@ -228,6 +228,11 @@ func registerCompletions(cmd *cobra.Command) {
 	_ = cmd.RegisterFlagCompletionFunc("dtype", fixed(strings.Fields("float32 float16 bfloat16 float64 int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool complex64 complex128")...))
 	_ = cmd.RegisterFlagCompletionFunc("progress", fixed("auto\ta bar when stderr is a terminal", "always\ta bar, or plain lines when stderr is not a terminal", "never\tonly the summary"))
 	_ = cmd.RegisterFlagCompletionFunc("shard", fixed("auto\tK and N from the job array (Slurm, AWS Batch, Google Cloud Batch, Grid Engine)")) // K/N: nothing to offer, and not a file
+	_ = cmd.RegisterFlagCompletionFunc("pad", fixed("zero\tnumpy.pad constant", "edge\tnumpy.pad edge", "reflect\tnumpy.pad reflect"))
+	_ = cmd.RegisterFlagCompletionFunc("zarr-codec", fixed(format.StoreCodecs()...))
+	_ = cmd.RegisterFlagCompletionFunc("compare-func", fixed("simple\tatol/rtol, element-wise or a statistic", "indices\ttop-k indices (--index-tolerance)",
+		"l2\tthe L2 norm of B-A (--l2-tolerance)", "cosine-similarity\tA.B/|A||B| (--cosine-similarity-threshold)", "psnr\t(--psnr-tolerance)", "snr\t(--snr-tolerance)"))
+	_ = cmd.RegisterFlagCompletionFunc("check-error-stat", fixed("elemwise\tevery element", "max", "mean", "median", "quantile\t--error-quantile Q"))
 	_ = cmd.RegisterFlagCompletionFunc("out-dir", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return nil, cobra.ShellCompDirectiveFilterDirs
 	})
