@@ -43,31 +43,44 @@ func (d *Dir) path(key string) (string, error) {
 	return filepath.Join(d.name, filepath.FromSlash(clean[1:])), nil
 }
 
-// Read returns a whole object: the bytes its file holds when opened. A
-// file that is not regular (a device: /dev/zero has no end; a FIFO,
-// whose open waits for a writer) is not an object, and is not opened.
+// Read returns a whole object: the bytes its file holds when opened.
 func (d *Dir) Read(key string) ([]byte, error) {
-	p, err := d.openable(key)
+	f, size, err := d.open(key)
 	if err != nil {
 		return nil, err
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, keyError(key, err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, keyError(key, err)
-	}
-	if err := regularObject(key, fi); err != nil {
-		return nil, err
-	}
-	b := make([]byte, fi.Size())
+	b := make([]byte, size)
 	if _, err := io.ReadFull(f, b); err != nil {
 		return nil, keyError(key, err)
 	}
 	return b, nil
+}
+
+// open opens key's file and gives its size, if it is a regular file
+// (links followed). A file that is not (a device: /dev/zero has no end;
+// a FIFO, whose open waits for a writer) is not an object, and is not
+// opened.
+func (d *Dir) open(key string) (*os.File, int64, error) {
+	p, err := d.openable(key)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, 0, keyError(key, err)
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = regularObject(key, fi) // what was opened, not what was looked at
+	} else {
+		err = keyError(key, err)
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
 }
 
 // openable is key's file, if it is a regular file (links followed).
@@ -96,23 +109,11 @@ func regularObject(key string, fi os.FileInfo) error {
 
 // ReadRange returns n bytes at off (off < 0: the last -off bytes).
 func (d *Dir) ReadRange(key string, off, n int64) ([]byte, error) {
-	p, err := d.openable(key)
+	f, size, err := d.open(key)
 	if err != nil {
 		return nil, err
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, keyError(key, err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, keyError(key, err)
-	}
-	if err := regularObject(key, fi); err != nil {
-		return nil, err
-	}
-	size := fi.Size()
 	if off < 0 {
 		off, n = size+off, -off
 	}

@@ -343,11 +343,18 @@ func place(buf, chunk []byte, idx []int, r0, r1 int, shape, inner []int, size in
 		srcOff += (lo - idx[i]*inner[i]) * srcStrides[i]
 		ext[i] = hi - lo
 	}
+	copyBox(buf, chunk, dstOff, srcOff, ext, dstStrides, srcStrides, size)
+}
+
+// copyBox copies a box of extents ext (in elements of size bytes) from
+// src at srcOff to dst at dstOff, each laid out with its own C strides
+// (in bytes): a run of the last axis at a time, walking the outer axes.
+func copyBox(dst, src []byte, dstOff, srcOff int, ext, dstStrides, srcStrides []int, size int) {
+	rank := len(ext)
 	run := ext[rank-1] * size
-	// Walk the outer axes; copy contiguous runs of the last one.
 	pos := make([]int, rank-1)
 	for {
-		copy(buf[dstOff:dstOff+run], chunk[srcOff:srcOff+run])
+		copy(dst[dstOff:dstOff+run], src[srcOff:srcOff+run])
 		i := rank - 2
 		for ; i >= 0; i-- {
 			pos[i]++

@@ -647,28 +647,7 @@ func (s *slabWriter) extract(dst []byte, origin, cshape []int, rows int) {
 		}
 		srcOff += o * srcStrides[i]
 	}
-	rank := len(cshape)
-	run := ext[rank-1] * size
-	pos := make([]int, rank-1)
-	dstOff := 0
-	for {
-		copy(dst[dstOff:dstOff+run], s.slab[srcOff:srcOff+run])
-		i := rank - 2
-		for ; i >= 0; i-- {
-			pos[i]++
-			dstOff += dstStrides[i]
-			srcOff += srcStrides[i]
-			if pos[i] < ext[i] {
-				break
-			}
-			dstOff -= dstStrides[i] * pos[i]
-			srcOff -= srcStrides[i] * pos[i]
-			pos[i] = 0
-		}
-		if i < 0 {
-			return
-		}
-	}
+	copyBox(dst, s.slab, 0, srcOff, ext, dstStrides, srcStrides, size)
 }
 
 // putUnit encodes and puts the chunk or shard at grid index idx.
