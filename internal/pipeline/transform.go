@@ -88,7 +88,7 @@ func Transform(opts Options) (*Result, error) {
 	if shard := shardKind(opts); shard != "" {
 		if len(opts.Rename) > 0 {
 			// A shard's names are carried as bytes, whatever they hold.
-			return nil, pathErr(opts.Path, errors.New("--rename-member renames members of an npz, safetensors or Polygraphy output; a tar shard's members keep their names"))
+			return nil, pathErr(opts.Path, errors.New("--rename-member renames members of a container output; a tar shard's members keep their names, as their bytes"))
 		}
 		return transformTar(opts, shard)
 	}
