@@ -219,6 +219,32 @@ type dir struct {
 	info os.FileInfo
 }
 
+// child is the path of f's entry name and its path relative to the
+// argument. The path (cleaned by filepath.Join) usually ends in the
+// relative one, which is then taken from its end, checked, instead of
+// being made: one string a file, not two.
+func (f *frame) child(name string) (path, rel string) {
+	path = filepath.Join(f.p, name)
+	n := len(name)
+	if f.rel != "" {
+		n += len(f.rel) + 1
+	}
+	if filepath.Separator == '/' && len(path) > n && path[len(path)-n-1] == '/' {
+		if rel = path[len(path)-n:]; isJoined(rel, f.rel, name) {
+			return path, rel
+		}
+	}
+	return path, joinRel(f.rel, name)
+}
+
+// isJoined says whether s is joinRel(rel, name).
+func isJoined(s, rel, name string) bool {
+	if rel == "" {
+		return s == name
+	}
+	return len(s) == len(rel)+1+len(name) && s[:len(rel)] == rel && s[len(rel)] == '/' && s[len(rel)+1:] == name
+}
+
 func (w *dirWalk) next() (Item, bool) {
 	if w.first != nil {
 		it := *w.first
@@ -234,7 +260,7 @@ func (w *dirWalk) next() (Item, bool) {
 		}
 		e := &f.entries[f.next]
 		f.next++
-		child, crel := filepath.Join(f.p, e.name), joinRel(f.rel, e.name)
+		child, crel := f.child(e.name)
 		ckey := crel // a file's key is its name: the same string
 		if e.key != e.name {
 			ckey = joinRel(f.rel, e.key)
@@ -284,7 +310,6 @@ func (w *dirWalk) read(p string) ([]entry, error) {
 	var out []entry
 	for _, e := range des {
 		name := e.Name()
-		child := filepath.Join(p, name)
 		if e.Type().IsRegular() {
 			if !IsTensorName(name) {
 				continue
@@ -294,6 +319,7 @@ func (w *dirWalk) read(p string) ([]entry, error) {
 				continue
 			}
 		}
+		child := filepath.Join(p, name)
 		info, ierr := e.Info()
 		if ierr != nil {
 			out = append(out, entry{name: name, key: name, err: &pipeline.PathError{Path: child, Err: unwrap(ierr)}})
