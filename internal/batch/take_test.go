@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -92,28 +94,58 @@ func TestTakeSkipsWithoutThreads(t *testing.T) {
 
 // Records come out in list order whatever order the files finish in, and
 // a finished file waits only until those before it are done: nothing is
-// kept once it is printed.
+// kept once it is printed. The orders include one where a file finishes
+// 40 places ahead (the ring of waiting records grows) and ones where the
+// ring wraps.
 func TestFinishPrintsInOrder(t *testing.T) {
-	var out bytes.Buffer
-	r := &runner{opts: Options{JSON: &out}, pending: map[int]finished{},
-		rep: newReporter(io.Discard, ProgressNone, 0, 5, 0)}
-	for _, i := range []int{2, 4, 0, 1, 3} {
-		r.finish(i, 0, Record{Input: fmt.Sprint(i), Status: StatusOK}, nil, 0)
-		if len(r.pending) > 2 {
-			t.Errorf("after file %d, %d records kept", i, len(r.pending))
+	orders := [][]int{{2, 4, 0, 1, 3}, {1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14, 17, 16, 19, 18}}
+	late := []int{40}
+	for i := range 40 {
+		late = append(late, i)
+	}
+	orders = append(orders, late, rand.New(rand.NewPCG(1, 2)).Perm(100))
+	for _, order := range orders {
+		var out bytes.Buffer
+		r := &runner{opts: Options{JSON: &out}, rep: newReporter(io.Discard, ProgressNone, 0, len(order), 0)}
+		done := map[int]bool{}
+		for _, i := range order {
+			r.finish(i, 0, Record{Input: fmt.Sprint(i), Status: StatusOK}, nil, 0)
+			done[i] = true
+			waiting := 0
+			for j := range order {
+				if done[j] && j >= r.next {
+					waiting++
+				}
+			}
+			if kept := keptRecords(r); kept != waiting {
+				t.Errorf("after file %d, %d records kept; %d wait for an earlier one", i, kept, waiting)
+			}
+		}
+		var got, want []string
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			var rec Record
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, rec.Input)
+		}
+		for i := range order {
+			want = append(want, fmt.Sprint(i))
+		}
+		if !slices.Equal(got, want) || keptRecords(r) != 0 || r.done != len(order) {
+			t.Errorf("records %v, %d kept, %d done; want 0..%d in order, none kept, %d done", got, keptRecords(r), r.done, len(order)-1, len(order))
 		}
 	}
-	var got []string
-	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var rec Record
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatal(err)
+}
+
+func keptRecords(r *runner) int {
+	n := 0
+	for _, f := range r.pending {
+		if f.ok {
+			n++
 		}
-		got = append(got, rec.Input)
 	}
-	if strings.Join(got, " ") != "0 1 2 3 4" || len(r.pending) != 0 || r.done != 5 {
-		t.Errorf("records %v, %d kept, %d done; want 0..4 in order, none kept, 5 done", got, len(r.pending), r.done)
-	}
+	return n
 }
 
 // queueOf is a stream of items already walked.
