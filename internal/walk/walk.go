@@ -191,7 +191,8 @@ type dirWalk struct {
 	arg     int
 	outInfo os.FileInfo
 	stack   []*frame
-	first   *Item // the argument's own failure, given before its entries
+	first   *Item  // the argument's own failure, given before its entries
+	dirents []byte // listDir's buffer (Linux)
 }
 
 // frame is a directory being walked: its entries, read and sorted when
@@ -303,24 +304,21 @@ func (w *dirWalk) enter(p, rel string, path []dir) (it Item, failed bool) {
 // FileInfo made), subdirectories (not the output directory), links
 // resolved, and failures; other files are skipped unseen.
 func (w *dirWalk) read(p string) ([]entry, error) {
-	d, des, err := readDir(p)
+	d, des, err := w.listDir(p)
 	if d != nil {
 		defer d.Close() // closed before going down: open directories do not pile up with the depth
 	}
-	var out []entry
+	out := make([]entry, 0, len(des))
 	for _, e := range des {
-		name := e.Name()
-		if e.Type().IsRegular() {
-			if !IsTensorName(name) {
-				continue
-			}
+		name := e.name
+		if e.regular {
 			if size, ok, serr := regularSize(d, name); serr == nil && ok {
 				out = append(out, entry{name: name, key: name, size: size})
 				continue
 			}
 		}
 		child := filepath.Join(p, name)
-		info, ierr := e.Info()
+		info, ierr := os.Lstat(child)
 		if ierr != nil {
 			out = append(out, entry{name: name, key: name, err: &pipeline.PathError{Path: child, Err: unwrap(ierr)}})
 			continue
@@ -363,16 +361,13 @@ func IsTensorName(name string) bool {
 	return format.KindByExtension(name) != ""
 }
 
-// readDir opens the directory p and reads its entries (in no order: read
-// sorts them). d stays open for regularSize; it is nil when p
-// could not be opened.
-func readDir(p string) (d *os.File, entries []fs.DirEntry, err error) {
-	d, err = os.Open(p)
-	if err != nil {
-		return nil, nil, err
-	}
-	entries, err = d.ReadDir(-1)
-	return d, entries, err
+// dirEntry is an entry of a directory as listDir gives it.
+type dirEntry struct {
+	name string
+	// regular: the directory says it is a regular file, and its name is
+	// a tensor's (IsTensorName); other regular files are left out. An
+	// entry of another or an unknown type is looked at with lstat.
+	regular bool
 }
 
 func findDir(path []dir, info os.FileInfo) string {
