@@ -14,7 +14,8 @@ give a tmpfs such as /dev/shm, or a directory on the disk):
   big       one 1 GiB float32 [4, 64, 1024, 1024] npy, `s2d -b 2 -o` at -j 1
             and at -j 2, beside `cp`
 --baseline BIN adds BIN (another build of depthspace) running each
-depthspace command, for a ratio to that build.
+depthspace command, and each depthspace line ends with its ratios to
+that build's (the median of the per-round ratios).
 
 Every command runs once per round, in turn, its previous output removed
 first (not timed). Printed per command: median wall seconds (min-max),
@@ -135,9 +136,16 @@ def main():
                 pr = res[peer[k]]
                 rw = statistics.median(x[0] / p[0] for x, p in zip(v, pr))
                 rc = statistics.median(x[1] / max(p[1], 0.005) for x, p in zip(v, pr))
-                print(f"  {k:22s} {statistics.median(walls):7.3f} s ({min(walls):.3f}-{max(walls):.3f})"
-                      f"  cpu {statistics.median(cpus):6.3f} s  peak {max(x[2] for x in v):6.1f} MiB"
-                      f"  wall x{rw:.2f} cpu x{rc:.2f} {peer[k]}")
+                line = (f"  {k:22s} {statistics.median(walls):7.3f} s ({min(walls):.3f}-{max(walls):.3f})"
+                        f"  cpu {statistics.median(cpus):6.3f} s  peak {max(x[2] for x in v):6.1f} MiB"
+                        f"  wall x{rw:.2f} cpu x{rc:.2f} {peer[k]}")
+                base = k.replace("depthspace", "baseline", 1)
+                if k.startswith("depthspace") and base in res:
+                    pb = res[base]
+                    bw = statistics.median(x[0] / p[0] for x, p in zip(v, pb))
+                    bc = statistics.median(x[1] / max(p[1], 0.005) for x, p in zip(v, pb))
+                    line += f"; wall x{bw:.2f} cpu x{bc:.2f} baseline"
+                print(line)
             for out, _ in cmds.values():
                 if os.path.isdir(out):
                     shutil.rmtree(out)

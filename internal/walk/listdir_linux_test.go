@@ -60,14 +60,11 @@ func TestListDirAsReadDir(t *testing.T) {
 	}
 	w := &dirWalk{dirents: make([]byte, 1024)}
 	d, got, err := w.listDir(dir)
-	if err != nil {
-		t.Fatal(err)
+	des, rerr := os.ReadDir(dir)
+	if err != nil || rerr != nil {
+		t.Fatal(err, rerr)
 	}
 	d.Close()
-	des, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var want []dirEntry
 	for _, e := range des {
 		if regular := e.Type().IsRegular(); !regular || IsTensorName(e.Name()) {
