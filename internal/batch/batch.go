@@ -291,7 +291,16 @@ type runner struct {
 	pending []finished
 	at      int
 	next    int
-	rep     *reporter
+	// ahead bounds the records waiting in pending (maxAhead when 0): a
+	// worker whose file is that far ahead of the next to report waits,
+	// in held, before it takes another. On a loaded machine a worker can
+	// be off its core for tens of milliseconds while the other goes
+	// through thousands of tiny files: their records piled up (8,192 of
+	// them in a batch of 100,000) and the peak RSS with them.
+	ahead int
+	held  sync.Cond // on out
+	holds int       // workers waiting in held
+	rep   *reporter
 
 	done, skipped, failed int
 	bytes, written        int64
@@ -436,9 +445,22 @@ func (r *runner) finish(i int, size int64, rec Record, err error, counted int64)
 	r.rep.fileDone(size, counted, rec.Status == StatusFailed)
 	r.out.Lock()
 	defer r.out.Unlock()
+	if r.ahead == 0 {
+		r.ahead, r.held.L = maxAhead, &r.out
+	}
+	// The file next in order is another worker's, running: it does not
+	// wait here, so neither waits for ever.
+	for i-r.next >= r.ahead {
+		r.holds++
+		r.held.Wait()
+		r.holds--
+	}
 	if k := i - r.next; k != 0 {
 		*r.slot(k) = finished{rec, err, true}
 		return
+	}
+	if r.holds > 0 {
+		defer r.held.Broadcast()
 	}
 	for {
 		r.report(rec, err)
@@ -455,6 +477,10 @@ func (r *runner) finish(i int, size int64, rec Record, err error, counted int64)
 		*f = finished{}
 	}
 }
+
+// maxAhead is how far ahead of the next record to report a finished file
+// may be before its worker waits.
+const maxAhead = 1024
 
 // slot is the slot of item next+k in pending, which grows (by
 // powers of two) to hold it.

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -121,14 +122,7 @@ func TestFinishPrintsInOrder(t *testing.T) {
 				t.Errorf("after file %d, %d records kept; %d wait for an earlier one", i, kept, waiting)
 			}
 		}
-		var got, want []string
-		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-			var rec Record
-			if err := json.Unmarshal([]byte(line), &rec); err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, rec.Input)
-		}
+		got, want := recordInputs(t, &out), []string(nil)
 		for i := range order {
 			want = append(want, fmt.Sprint(i))
 		}
@@ -136,6 +130,49 @@ func TestFinishPrintsInOrder(t *testing.T) {
 			t.Errorf("records %v, %d kept, %d done; want 0..%d in order, none kept, %d done", got, keptRecords(r), r.done, len(order)-1, len(order))
 		}
 	}
+}
+
+// A file that finishes too far ahead of the next record to report waits
+// (its worker takes no other file) until the records before it catch up,
+// so that the waiting records stay bounded; then all come out in order.
+func TestFinishHoldsBackFarAhead(t *testing.T) {
+	var out bytes.Buffer
+	r := &runner{opts: Options{JSON: &out}, rep: newReporter(io.Discard, ProgressNone, 0, 4, 0), ahead: 2}
+	r.held.L = &r.out
+	done := make(chan struct{})
+	go func() {
+		r.finish(3, 0, Record{Input: "3", Status: StatusOK}, nil, 0)
+		close(done)
+	}()
+	for held := 0; held == 0; {
+		runtime.Gosched()
+		r.out.Lock()
+		held = r.holds
+		r.out.Unlock()
+	}
+	r.finish(1, 0, Record{Input: "1", Status: StatusOK}, nil, 0)
+	if kept := keptRecords(r); kept != 1 {
+		t.Fatalf("%d records kept while file 3 waits; want 1 (file 1's)", kept)
+	}
+	r.finish(0, 0, Record{Input: "0", Status: StatusOK}, nil, 0)
+	<-done
+	r.finish(2, 0, Record{Input: "2", Status: StatusOK}, nil, 0)
+	if got := recordInputs(t, &out); !slices.Equal(got, []string{"0", "1", "2", "3"}) || keptRecords(r) != 0 {
+		t.Errorf("records %v, %d kept; want 0..3 in order, none kept", got, keptRecords(r))
+	}
+}
+
+// recordInputs are the inputs of the --json records in out, in order.
+func recordInputs(t *testing.T, out *bytes.Buffer) []string {
+	var inputs []string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var rec Record
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, rec.Input)
+	}
+	return inputs
 }
 
 func keptRecords(r *runner) int {
