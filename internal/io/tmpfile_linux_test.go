@@ -20,7 +20,7 @@ func BenchmarkNewTinyFile(b *testing.B) {
 	data := make([]byte, 144)
 	for _, way := range []struct {
 		name string
-		make func(dir, name string) error
+		create func(dir, name string) error
 	}{
 		{"tmpfile-linkat", func(dir, name string) error {
 			fd, err := createAnon(dir)
@@ -62,7 +62,7 @@ func BenchmarkNewTinyFile(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				if err := way.make(dir, fmt.Sprintf("f%04d.npy", i%perDir)); err != nil {
+				if err := way.create(dir, fmt.Sprintf("f%04d.npy", i%perDir)); err != nil {
 					b.Fatal(err)
 				}
 				i++
