@@ -19,7 +19,7 @@ import (
 func BenchmarkNewTinyFile(b *testing.B) {
 	data := make([]byte, 144)
 	for _, way := range []struct {
-		name string
+		name   string
 		create func(dir, name string) error
 	}{
 		{"tmpfile-linkat", func(dir, name string) error {
