@@ -1,6 +1,6 @@
 """Many tiny files, and one big file on every core, beside the copy tool.
 
-  /usr/bin/python3 bench/tiny.py [--rounds N] [--only tiny5000,tiny1m,big]
+  /usr/bin/python3 bench/tiny.py [--rounds N] [--only tiny5000,tiny100k,tiny1m,big]
       [--scratch DIR] [--baseline BIN]
 
 Jobs (seeded data in a scratch directory under DIR, removed at the end;
@@ -8,13 +8,18 @@ give a tmpfs such as /dev/shm, or a directory on the disk):
   tiny5000  5,000 npy files of 48 KiB (float32 [1, 3, 64, 64]) in 100
             directories: `s2d -b 2 --out-dir` into a new directory, and
             `cp -r` of the tree
+  tiny100k  100,000 npy files of 144 bytes (uint8 [1, 1, 4, 4]) in 100
+            directories, the same two commands (a tenth of tiny1m, for
+            paired runs with --baseline)
   tiny1m    1,000,000 npy files of 144 bytes (uint8 [1, 1, 4, 4]) in 1,000
-            directories, the same two commands (about 4 GiB of tmpfs for
-            the three trees, and minutes a round)
+            directories, the same two commands (a 144-byte file takes a
+            4 KiB page of tmpfs: about 4 GiB a tree, 12 GiB for the three;
+            minutes a round)
   big       one 1 GiB float32 [4, 64, 1024, 1024] npy, `s2d -b 2 -o` at -j 1
             and at -j 2, beside `cp`
 --baseline BIN adds BIN (another build of depthspace) running each
-depthspace command, for a ratio to that build.
+depthspace command, and each depthspace line ends with its ratios to
+that build's (the median of the per-round ratios).
 
 Every command runs once per round, in turn, its previous output removed
 first (not timed). Printed per command: median wall seconds (min-max),
@@ -95,12 +100,13 @@ def main():
         jobs = {}
         for job in a.only.split(","):
             cmds = {}
-            if job in ("tiny5000", "tiny1m"):
+            if job in ("tiny5000", "tiny100k", "tiny1m"):
                 if job == "tiny5000":
                     rels = tree(S("in"), 100, 50, lambda i: npy_bytes(rng.random((1, 3, 64, 64), dtype=np.float32)))
                 else:
                     head = npy_bytes(np.zeros((1, 1, 4, 4), np.uint8))[:-16]
-                    rels = tree(S("in"), 1000, 1000, lambda i: head + bytes((i + k) & 255 for k in range(16)))
+                    dirs = 100 if job == "tiny100k" else 1000
+                    rels = tree(S("in"), dirs, 1000, lambda i: head + bytes((i + k) & 255 for k in range(16)))
                 for name, b in builds:
                     cmds[name] = (S("out-" + name), [b, "s2d", "-b", "2", "--out-dir", S("out-" + name), S("in")])
                 cmds["cp -r"] = (S("cp"), ["cp", "-r", S("in"), S("cp")])
@@ -135,9 +141,16 @@ def main():
                 pr = res[peer[k]]
                 rw = statistics.median(x[0] / p[0] for x, p in zip(v, pr))
                 rc = statistics.median(x[1] / max(p[1], 0.005) for x, p in zip(v, pr))
-                print(f"  {k:22s} {statistics.median(walls):7.3f} s ({min(walls):.3f}-{max(walls):.3f})"
-                      f"  cpu {statistics.median(cpus):6.3f} s  peak {max(x[2] for x in v):6.1f} MiB"
-                      f"  wall x{rw:.2f} cpu x{rc:.2f} {peer[k]}")
+                line = (f"  {k:22s} {statistics.median(walls):7.3f} s ({min(walls):.3f}-{max(walls):.3f})"
+                        f"  cpu {statistics.median(cpus):6.3f} s  peak {max(x[2] for x in v):6.1f} MiB"
+                        f"  wall x{rw:.2f} cpu x{rc:.2f} {peer[k]}")
+                base = k.replace("depthspace", "baseline", 1)
+                if k.startswith("depthspace") and base in res:
+                    pb = res[base]
+                    bw = statistics.median(x[0] / p[0] for x, p in zip(v, pb))
+                    bc = statistics.median(x[1] / max(p[1], 0.005) for x, p in zip(v, pb))
+                    line += f"; wall x{bw:.2f} cpu x{bc:.2f} baseline"
+                print(line)
             for out, _ in cmds.values():
                 if os.path.isdir(out):
                     shutil.rmtree(out)

@@ -180,7 +180,7 @@ func Run(opts Options) (*Summary, error) {
 	}
 	q := newStream(walk, opts.Shard)
 	defer q.stop()
-	r := &runner{opts: opts, q: q, pending: map[int]finished{},
+	r := &runner{opts: opts, q: q,
 		rep: newReporter(opts.Stderr, opts.Progress, opts.ProgressInterval, files, bytes)}
 	slots := ioSlots(opts, threads) // objects.go: files in flight
 	r.threads, r.free = slots, slots
@@ -227,10 +227,20 @@ func Run(opts Options) (*Summary, error) {
 					r.finish(i, it.size, Record{Input: it.input, Output: it.output, Status: StatusSkipped}, nil, 0)
 					continue
 				}
-				var counted atomic.Int64 // bytes already shown as progress
-				rec, err := r.transform(it, w, &counted)
+				// The bytes already shown as progress, for a file of a
+				// chunk or more; a smaller one shows when it is done
+				// (a counter a file was an allocation a file).
+				var counted *atomic.Int64
+				if it.size >= pipeline.DefaultChunkBytes {
+					counted = new(atomic.Int64)
+				}
+				rec, err := r.transform(it, w, counted)
 				r.release(w)
-				r.finish(i, it.size, rec, err, min(counted.Load(), it.size))
+				shown := int64(0)
+				if counted != nil {
+					shown = min(counted.Load(), it.size)
+				}
+				r.finish(i, it.size, rec, err, shown)
 			}
 		}()
 	}
@@ -274,11 +284,23 @@ type runner struct {
 
 	// Records come out in list order: finished ones wait for the earlier,
 	// in pending (a few at a time: the files still running before them),
-	// rather than in a slot per file of the batch.
+	// rather than in a slot per file of the batch. pending is a ring
+	// whose slot at is item next's (a map allocated each waiting
+	// record).
 	out     sync.Mutex
-	pending map[int]finished
+	pending []finished
+	at      int
 	next    int
-	rep     *reporter
+	// ahead bounds the records waiting in pending (maxAhead when 0): a
+	// worker whose file is that far ahead of the next to report waits,
+	// in held, before it takes another. On a loaded machine a worker can
+	// be off its core for tens of milliseconds while the other goes
+	// through thousands of tiny files: their records piled up (8,192 of
+	// them in a batch of 100,000) and the peak RSS with them.
+	ahead int
+	held  sync.Cond // on out
+	holds int       // workers waiting in held
+	rep   *reporter
 
 	done, skipped, failed int
 	bytes, written        int64
@@ -369,7 +391,8 @@ func (r *runner) release(n int) {
 }
 
 // transform runs one file's job on threads threads, adding the data bytes
-// it has done so far to counted (and to the progress shown).
+// it has done so far to counted (and to the progress shown) unless
+// counted is nil.
 func (r *runner) transform(it item, threads int, counted *atomic.Int64) (rec Record, err error) {
 	rec = Record{Input: it.input, Output: it.output, Status: StatusFailed}
 	defer func() {
@@ -390,9 +413,8 @@ func (r *runner) transform(it item, threads int, counted *atomic.Int64) (rec Rec
 	job.Stdout, job.StdoutTTY = io.Discard, false
 	// Progress counts tensor data bytes, the totals file sizes: a JSON
 	// file's data can outgrow its text, so a file never shows more than
-	// its size. A file smaller than a chunk shows when it is done (the
-	// function was an allocation per file).
-	if it.size >= pipeline.DefaultChunkBytes {
+	// its size.
+	if counted != nil {
 		job.Progress = func(n int64) {
 			after := counted.Add(n)
 			if shown := min(after, it.size) - min(after-n, it.size); shown > 0 {
@@ -423,20 +445,58 @@ func (r *runner) finish(i int, size int64, rec Record, err error, counted int64)
 	r.rep.fileDone(size, counted, rec.Status == StatusFailed)
 	r.out.Lock()
 	defer r.out.Unlock()
-	if i != r.next {
-		r.pending[i] = finished{rec, err} // a map value this large is allocated: only when it must wait
+	if r.ahead == 0 {
+		r.ahead, r.held.L = maxAhead, &r.out
+	}
+	// The file next in order is another worker's, running: it does not
+	// wait here, so neither waits for ever.
+	for i-r.next >= r.ahead {
+		r.holds++
+		r.held.Wait()
+		r.holds--
+	}
+	if k := i - r.next; k != 0 {
+		*r.slot(k) = finished{rec, err, true}
 		return
+	}
+	if r.holds > 0 {
+		defer r.held.Broadcast()
 	}
 	for {
 		r.report(rec, err)
 		r.next++
-		f, ok := r.pending[r.next]
-		if !ok {
+		if len(r.pending) == 0 {
 			return
 		}
-		delete(r.pending, r.next)
+		r.at = (r.at + 1) & (len(r.pending) - 1)
+		f := &r.pending[r.at]
+		if !f.ok {
+			return
+		}
 		rec, err = f.rec, f.err
+		*f = finished{}
 	}
+}
+
+// maxAhead is how far ahead of the next record to report a finished file
+// may be before its worker waits.
+const maxAhead = 1024
+
+// slot is the slot of item next+k in pending, which grows (by
+// powers of two) to hold it.
+func (r *runner) slot(k int) *finished {
+	if k >= len(r.pending) {
+		n := max(8, len(r.pending))
+		for n <= k {
+			n *= 2
+		}
+		ring := make([]finished, n)
+		for j := range r.pending {
+			ring[j] = r.pending[(r.at+j)&(len(r.pending)-1)]
+		}
+		r.pending, r.at = ring, 0
+	}
+	return &r.pending[(r.at+k)&(len(r.pending)-1)]
 }
 
 // report counts and prints the record that is next in order.
@@ -461,6 +521,7 @@ func (r *runner) report(rec Record, err error) {
 type finished struct {
 	rec Record
 	err error
+	ok  bool
 }
 
 // errorText is what went wrong, without the input's own path in front

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -92,28 +95,94 @@ func TestTakeSkipsWithoutThreads(t *testing.T) {
 
 // Records come out in list order whatever order the files finish in, and
 // a finished file waits only until those before it are done: nothing is
-// kept once it is printed.
+// kept once it is printed. The orders include one where a file finishes
+// 40 places ahead (the ring of waiting records grows) and ones where the
+// ring wraps.
 func TestFinishPrintsInOrder(t *testing.T) {
-	var out bytes.Buffer
-	r := &runner{opts: Options{JSON: &out}, pending: map[int]finished{},
-		rep: newReporter(io.Discard, ProgressNone, 0, 5, 0)}
-	for _, i := range []int{2, 4, 0, 1, 3} {
-		r.finish(i, 0, Record{Input: fmt.Sprint(i), Status: StatusOK}, nil, 0)
-		if len(r.pending) > 2 {
-			t.Errorf("after file %d, %d records kept", i, len(r.pending))
+	orders := [][]int{{2, 4, 0, 1, 3}, {1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14, 17, 16, 19, 18}}
+	late := []int{40}
+	for i := range 40 {
+		late = append(late, i)
+	}
+	orders = append(orders, late, rand.New(rand.NewPCG(1, 2)).Perm(100))
+	for _, order := range orders {
+		var out bytes.Buffer
+		r := &runner{opts: Options{JSON: &out}, rep: newReporter(io.Discard, ProgressNone, 0, len(order), 0)}
+		done := map[int]bool{}
+		for _, i := range order {
+			r.finish(i, 0, Record{Input: fmt.Sprint(i), Status: StatusOK}, nil, 0)
+			done[i] = true
+			waiting := 0
+			for j := range order {
+				if done[j] && j >= r.next {
+					waiting++
+				}
+			}
+			if kept := keptRecords(r); kept != waiting {
+				t.Errorf("after file %d, %d records kept; %d wait for an earlier one", i, kept, waiting)
+			}
+		}
+		got, want := recordInputs(t, &out), []string(nil)
+		for i := range order {
+			want = append(want, fmt.Sprint(i))
+		}
+		if !slices.Equal(got, want) || keptRecords(r) != 0 || r.done != len(order) {
+			t.Errorf("records %v, %d kept, %d done; want 0..%d in order, none kept, %d done", got, keptRecords(r), r.done, len(order)-1, len(order))
 		}
 	}
-	var got []string
+}
+
+// A file that finishes too far ahead of the next record to report waits
+// (its worker takes no other file) until the records before it catch up,
+// so that the waiting records stay bounded; then all come out in order.
+func TestFinishHoldsBackFarAhead(t *testing.T) {
+	var out bytes.Buffer
+	r := &runner{opts: Options{JSON: &out}, rep: newReporter(io.Discard, ProgressNone, 0, 4, 0), ahead: 2}
+	r.held.L = &r.out
+	done := make(chan struct{})
+	go func() {
+		r.finish(3, 0, Record{Input: "3", Status: StatusOK}, nil, 0)
+		close(done)
+	}()
+	for held := 0; held == 0; {
+		runtime.Gosched()
+		r.out.Lock()
+		held = r.holds
+		r.out.Unlock()
+	}
+	r.finish(1, 0, Record{Input: "1", Status: StatusOK}, nil, 0)
+	if kept := keptRecords(r); kept != 1 {
+		t.Fatalf("%d records kept while file 3 waits; want 1 (file 1's)", kept)
+	}
+	r.finish(0, 0, Record{Input: "0", Status: StatusOK}, nil, 0)
+	<-done
+	r.finish(2, 0, Record{Input: "2", Status: StatusOK}, nil, 0)
+	if got := recordInputs(t, &out); !slices.Equal(got, []string{"0", "1", "2", "3"}) || keptRecords(r) != 0 {
+		t.Errorf("records %v, %d kept; want 0..3 in order, none kept", got, keptRecords(r))
+	}
+}
+
+// recordInputs are the inputs of the --json records in out, in order.
+func recordInputs(t *testing.T, out *bytes.Buffer) []string {
+	var inputs []string
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		var rec Record
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, rec.Input)
+		inputs = append(inputs, rec.Input)
 	}
-	if strings.Join(got, " ") != "0 1 2 3 4" || len(r.pending) != 0 || r.done != 5 {
-		t.Errorf("records %v, %d kept, %d done; want 0..4 in order, none kept, 5 done", got, len(r.pending), r.done)
+	return inputs
+}
+
+func keptRecords(r *runner) int {
+	n := 0
+	for _, f := range r.pending {
+		if f.ok {
+			n++
+		}
 	}
+	return n
 }
 
 // queueOf is a stream of items already walked.

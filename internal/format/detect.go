@@ -125,7 +125,7 @@ func Register(f Format) {
 	}
 	layOutOne(&f)
 	formats[f.Kind] = &f
-	sorted.Store(nil)
+	registry.Store(nil)
 }
 
 // Lookup returns the registered format of a kind, or nil.
@@ -133,18 +133,46 @@ func Lookup(k Kind) *Format { return formats[k] }
 
 // All lists the registered formats in the order every list a user sees
 // follows (Rank, then name).
-func All() []*Format {
-	if all := sorted.Load(); all != nil {
-		return slices.Clone(*all)
-	}
-	all := sortedFormats()
-	sorted.Store(&all)
-	return slices.Clone(all)
+func All() []*Format { return slices.Clone(indexed().all) }
+
+// index is what the lookups read, made once after the registrations
+// (they come from init) and used by every file after: the command line
+// asks for All a dozen times as it builds its flags' help, and a batch
+// asks Detect and KindByExtension for every file, which walked the
+// registry and cloned All's list each time.
+type index struct {
+	all []*Format // All's order
+	// byExt: an extension's format, of those not ByContent (the first
+	// in All's order).
+	byExt map[string]Kind
+	// sniffByExt: an extension's ByContent formats with a Sniff, in
+	// All's order.
+	sniffByExt map[string][]*Format
 }
 
-// sorted is All's list, made once (registrations come from init): the
-// command line asks for it a dozen times as it builds its flags' help.
-var sorted atomic.Pointer[[]*Format]
+var registry atomic.Pointer[index]
+
+func indexed() *index {
+	if ix := registry.Load(); ix != nil {
+		return ix
+	}
+	ix := &index{all: sortedFormats(), byExt: map[string]Kind{}, sniffByExt: map[string][]*Format{}}
+	for _, f := range ix.all {
+		for _, ext := range f.Exts {
+			switch {
+			case f.ByContent && f.Sniff != nil:
+				ix.sniffByExt[ext] = append(ix.sniffByExt[ext], f)
+			case f.ByContent:
+			default:
+				if _, taken := ix.byExt[ext]; !taken {
+					ix.byExt[ext] = f.Kind
+				}
+			}
+		}
+	}
+	registry.Store(ix)
+	return ix
+}
 
 func sortedFormats() []*Format {
 	all := make([]*Format, 0, len(formats))
@@ -241,13 +269,7 @@ func ParseKindOf(s string, keep func(*Format) bool) (Kind, error) {
 // (Detect looks at it). A .onnx file is a whole model, not a tensor:
 // ExtensionError says so.
 func KindByExtension(name string) Kind {
-	ext := strings.ToLower(filepath.Ext(name))
-	for k, f := range formats {
-		if !f.ByContent && slices.Contains(f.Exts, ext) {
-			return k
-		}
-	}
-	return ""
+	return indexed().byExt[strings.ToLower(filepath.Ext(name))]
 }
 
 // Detect names the format of a file from its name and first bytes: its
@@ -256,13 +278,14 @@ func KindByExtension(name string) Kind {
 // when neither tells.
 func Detect(name string, head []byte) Kind {
 	if name != "" && name != "-" {
+		ix := indexed()
 		ext := strings.ToLower(filepath.Ext(name))
-		for _, f := range All() {
-			if f.ByContent && f.Sniff != nil && slices.Contains(f.Exts, ext) && f.Sniff(head) {
+		for _, f := range ix.sniffByExt[ext] {
+			if f.Sniff(head) {
 				return f.Kind
 			}
 		}
-		if k := KindByExtension(name); k != "" {
+		if k := ix.byExt[ext]; k != "" {
 			return k
 		}
 	}

@@ -141,10 +141,14 @@ func Open(name string, stdin io.Reader) (*Input, error) {
 	}
 	if fi.IsDir() {
 		f.Close()
-		return nil, errors.New("is a directory, not a tensor file")
+		return nil, ErrDirectory
 	}
 	return openFile(name, f, fi, 0)
 }
+
+// ErrDirectory is Open's error for a directory: the caller may read it
+// as a store (a format that is a directory) instead.
+var ErrDirectory = errors.New("is a directory, not a tensor file")
 
 // openFile reads or maps the open file f from byte base on (0 but for a
 // standard input redirected from a file at an offset).

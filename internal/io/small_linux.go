@@ -27,7 +27,12 @@ func openSmall(name string) (in *Input, f *os.File, err error) {
 	if err != nil {
 		return nil, nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
-	info := &statInfo{name: filepath.Base(name)}
+	// The input and its FileInfo are one allocation.
+	small := &struct {
+		in   Input
+		info statInfo
+	}{info: statInfo{name: filepath.Base(name)}}
+	info := &small.info
 	st := &info.st
 	for {
 		if err = syscall.Fstat(fd, st); err != syscall.EINTR {
@@ -43,7 +48,8 @@ func openSmall(name string) (in *Input, f *os.File, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return &Input{Name: name, Info: info, Data: b, pooled: true}, nil, nil
+	small.in = Input{Name: name, Info: info, Data: b, pooled: true}
+	return &small.in, nil, nil
 }
 
 // fdReader reads an open descriptor with read(2).

@@ -415,12 +415,16 @@ func runWork(w *work, dst, src []byte, threads int) error {
 		return w.pieces1(dst, src, nil, nPieces, per)
 	}
 	shared := *w // the goroutines' copy: w itself stays on the caller's stack
+	// Copies that are never reassigned are captured by value: nPieces
+	// and per themselves would be moved to the heap on every run,
+	// the one-goroutine runs above included.
+	sharedPieces, sharedPer := nPieces, per
 	var next atomic.Int64
 	errs := make([]error, threads)
 	var wg sync.WaitGroup
 	for t := 0; t < threads; t++ {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs[t] = shared.pieces1(dst, src, &next, nPieces, per) }()
+		go func() { defer wg.Done(); errs[t] = shared.pieces1(dst, src, &next, sharedPieces, sharedPer) }()
 	}
 	wg.Wait()
 	for _, err := range errs {

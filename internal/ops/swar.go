@@ -1,6 +1,9 @@
 package ops
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"sync"
+)
 
 // Specialised de-interleave and interleave kernels for the shapes that
 // dominate real use: block 2 or 4 along the innermost axis, elements of 1,
@@ -86,9 +89,42 @@ type (
 // run the engine on the portable kernels other architectures use.
 var archKernels = true
 
+// kernelCache holds fastDeint's and fastInter's answers by whether the
+// architecture's kernels are on, element size and factor: building a
+// kernel makes a closure, one allocation per run, and a batch of tiny
+// tensors does a run per file.
+type kernelCache[F any] [2][17][17]struct {
+	once sync.Once
+	f    F
+}
+
+var (
+	deintKernels kernelCache[deintRowsFunc]
+	interKernels kernelCache[interRowsFunc]
+)
+
+// cached returns build(e, n) from c, made on first use.
+func cached[F any](c *kernelCache[F], e, n int, build func(e, n int) F) F {
+	if e < 0 || e >= len(c[0]) || n < 0 || n >= len(c[0][0]) {
+		return build(e, n)
+	}
+	arch := 0
+	if archKernels {
+		arch = 1
+	}
+	k := &c[arch][e][n]
+	k.once.Do(func() { k.f = build(e, n) })
+	return k.f
+}
+
 // fastDeint returns the kernel for element size e and factor n, or nil:
 // an architecture's vector kernel where there is one, else a portable one.
-func fastDeint(e, n int) deintRowsFunc {
+func fastDeint(e, n int) deintRowsFunc { return cached(&deintKernels, e, n, newDeint) }
+
+// fastInter is fastDeint's inverse.
+func fastInter(e, n int) interRowsFunc { return cached(&interKernels, e, n, newInter) }
+
+func newDeint(e, n int) deintRowsFunc {
 	if archKernels {
 		if f := archDeint(e, n); f != nil {
 			return f
@@ -100,8 +136,7 @@ func fastDeint(e, n int) deintRowsFunc {
 	return nil
 }
 
-// fastInter is fastDeint's inverse.
-func fastInter(e, n int) interRowsFunc {
+func newInter(e, n int) interRowsFunc {
 	if archKernels {
 		if f := archInter(e, n); f != nil {
 			return f

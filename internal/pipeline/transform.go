@@ -97,9 +97,16 @@ func Transform(opts Options) (*Result, error) {
 		src.Threads = opts.Threads
 	}
 	src.Deferred = true
-	ts, err := LoadAll(src)
+	t, err := load(src)
 	if err != nil {
 		return nil, err
+	}
+	ts := t.members
+	if ts == nil {
+		// A file of one tensor, the common case: LoadAll's slice
+		// would be an allocation a file.
+		defer t.Close()
+		return transformTensors(opts, []*Tensor{t})
 	}
 	defer closeAll(ts)
 	return transformTensors(opts, ts)

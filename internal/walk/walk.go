@@ -191,7 +191,8 @@ type dirWalk struct {
 	arg     int
 	outInfo os.FileInfo
 	stack   []*frame
-	first   *Item // the argument's own failure, given before its entries
+	first   *Item  // the argument's own failure, given before its entries
+	dirents []byte // listDir's buffer (Linux)
 }
 
 // frame is a directory being walked: its entries, read and sorted when
@@ -219,6 +220,32 @@ type dir struct {
 	info os.FileInfo
 }
 
+// child is the path of f's entry name and its path relative to the
+// argument. The path (cleaned by filepath.Join) usually ends in the
+// relative one, which is then taken from its end, checked, instead of
+// being made: one string a file, not two.
+func (f *frame) child(name string) (path, rel string) {
+	path = filepath.Join(f.p, name)
+	n := len(name)
+	if f.rel != "" {
+		n += len(f.rel) + 1
+	}
+	if filepath.Separator == '/' && len(path) > n && path[len(path)-n-1] == '/' {
+		if rel = path[len(path)-n:]; isJoined(rel, f.rel, name) {
+			return path, rel
+		}
+	}
+	return path, joinRel(f.rel, name)
+}
+
+// isJoined says whether s is joinRel(rel, name).
+func isJoined(s, rel, name string) bool {
+	if rel == "" {
+		return s == name
+	}
+	return len(s) == len(rel)+1+len(name) && s[:len(rel)] == rel && s[len(rel)] == '/' && s[len(rel)+1:] == name
+}
+
 func (w *dirWalk) next() (Item, bool) {
 	if w.first != nil {
 		it := *w.first
@@ -234,7 +261,7 @@ func (w *dirWalk) next() (Item, bool) {
 		}
 		e := &f.entries[f.next]
 		f.next++
-		child, crel := filepath.Join(f.p, e.name), joinRel(f.rel, e.name)
+		child, crel := f.child(e.name)
 		ckey := crel // a file's key is its name: the same string
 		if e.key != e.name {
 			ckey = joinRel(f.rel, e.key)
@@ -277,24 +304,21 @@ func (w *dirWalk) enter(p, rel string, path []dir) (it Item, failed bool) {
 // FileInfo made), subdirectories (not the output directory), links
 // resolved, and failures; other files are skipped unseen.
 func (w *dirWalk) read(p string) ([]entry, error) {
-	d, des, err := readDir(p)
+	d, des, err := w.listDir(p)
 	if d != nil {
 		defer d.Close() // closed before going down: open directories do not pile up with the depth
 	}
-	var out []entry
+	out := make([]entry, 0, len(des))
 	for _, e := range des {
-		name := e.Name()
-		child := filepath.Join(p, name)
-		if e.Type().IsRegular() {
-			if !IsTensorName(name) {
-				continue
-			}
+		name := e.name
+		if e.regular {
 			if size, ok, serr := regularSize(d, name); serr == nil && ok {
 				out = append(out, entry{name: name, key: name, size: size})
 				continue
 			}
 		}
-		info, ierr := e.Info()
+		child := filepath.Join(p, name)
+		info, ierr := os.Lstat(child)
 		if ierr != nil {
 			out = append(out, entry{name: name, key: name, err: &pipeline.PathError{Path: child, Err: unwrap(ierr)}})
 			continue
@@ -337,16 +361,13 @@ func IsTensorName(name string) bool {
 	return format.KindByExtension(name) != ""
 }
 
-// readDir opens the directory p and reads its entries (in no order: read
-// sorts them). d stays open for regularSize; it is nil when p
-// could not be opened.
-func readDir(p string) (d *os.File, entries []fs.DirEntry, err error) {
-	d, err = os.Open(p)
-	if err != nil {
-		return nil, nil, err
-	}
-	entries, err = d.ReadDir(-1)
-	return d, entries, err
+// dirEntry is an entry of a directory as listDir gives it.
+type dirEntry struct {
+	name string
+	// regular: the directory says it is a regular file, and its name is
+	// a tensor's (IsTensorName); other regular files are left out. An
+	// entry of another or an unknown type is looked at with lstat.
+	regular bool
 }
 
 func findDir(path []dir, info os.FileInfo) string {

@@ -123,3 +123,20 @@ func TestObjectListPulled(t *testing.T) {
 	}
 	l.close()
 }
+
+// A frame's child paths are filepath.Join's and joinRel's, whether the
+// relative path is taken from the end of the path or made.
+func TestFrameChild(t *testing.T) {
+	for _, f := range []frame{
+		{p: "data", rel: ""}, {p: "data/", rel: ""}, {p: "./data", rel: ""}, {p: ".", rel: ""},
+		{p: "/", rel: ""}, {p: "a/../b", rel: ""}, {p: "data/x/y", rel: "x/y"}, {p: "x/y", rel: "x/y"},
+		{p: "d/ay", rel: "y"}, {p: "d/y/", rel: "y"}, {p: "d/x.y", rel: "y"}, {p: "d", rel: "d"},
+	} {
+		for _, name := range []string{"f.npy", "y", "é.npy"} {
+			path, rel := f.child(name)
+			if path != filepath.Join(f.p, name) || rel != joinRel(f.rel, name) {
+				t.Errorf("frame %q %q, %q: got %q %q", f.p, f.rel, name, path, rel)
+			}
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/depthspace/depthspace/internal/format"
@@ -148,12 +149,144 @@ func ParseNpy(b []byte) (Npy, error) {
 			}
 		}
 	}
-	h, err := parseDict(string(text), fixed)
-	if err != nil {
-		return Npy{}, err
+	h, ok := numpyHeader(text)
+	if !ok {
+		if h, err = parseDict(string(text), fixed); err != nil {
+			return Npy{}, err
+		}
 	}
 	return Npy{Header: h, Kind: KindNpy, Major: major, Minor: int(b[7]), DataOffset: int64(fixed + hlen)}, nil
 }
+
+// numpyHeader reads a header written as numpy writes it, byte for byte:
+//
+//	{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 64, 64), }
+//
+// then spaces and '\n'. It makes the shape and nothing else (a common
+// descr comes from a table): a batch of tiny files parsed every header
+// through parseDict, whose string copy, map of keys and growing shape
+// were a tenth of such a file's allocations. ok is false for anything
+// else, which parseDict reads and, if it is wrong, says where; a header
+// numpyHeader takes, parseDict reads the same (TestNumpyHeaderAsParseDict).
+func numpyHeader(b []byte) (h format.Header, ok bool) {
+	const (
+		descrKey   = "{'descr': '"
+		fortranKey = "', 'fortran_order': "
+		shapeKey   = ", 'shape': ("
+	)
+	if !bytes.HasPrefix(b, []byte(descrKey)) {
+		return h, false
+	}
+	b = b[len(descrKey):]
+	q := bytes.IndexByte(b, '\'')
+	if q <= 0 {
+		return h, false
+	}
+	descr := b[:q]
+	if dt, known := commonDescrs()[string(descr)]; known {
+		h.DType = dt
+	} else {
+		if bytes.ContainsAny(descr, "\\\n\"") {
+			return h, false
+		}
+		dt, err := format.ParseDescr(string(descr))
+		if err != nil {
+			return h, false
+		}
+		h.DType = dt
+	}
+	b = b[q:]
+	if !bytes.HasPrefix(b, []byte(fortranKey)) {
+		return h, false
+	}
+	b = b[len(fortranKey):]
+	switch {
+	case bytes.HasPrefix(b, []byte("False")):
+		b = b[5:]
+	case bytes.HasPrefix(b, []byte("True")):
+		h.Fortran = true
+		b = b[4:]
+	default:
+		return h, false
+	}
+	if !bytes.HasPrefix(b, []byte(shapeKey)) {
+		return h, false
+	}
+	b = b[len(shapeKey):]
+	end := bytes.IndexByte(b, ')')
+	if end < 0 || !bytes.HasPrefix(b[end:], []byte("), }")) {
+		return h, false
+	}
+	dims := b[:end]
+	// numpy writes (), (3,) and (1, 2, 3): n dimensions, n-1 ", ", and a
+	// trailing ',' for one.
+	n := 0
+	if len(dims) > 0 {
+		n = bytes.Count(dims, []byte(", ")) + 1
+		if n == 1 {
+			if dims[len(dims)-1] != ',' {
+				return h, false
+			}
+			dims = dims[:len(dims)-1]
+		}
+	}
+	if n > 1024 {
+		return h, false
+	}
+	h.Shape = make([]int, n)
+	for i := range h.Shape {
+		digits := dims
+		if i < n-1 {
+			k := bytes.IndexByte(dims, ',')
+			if k < 0 || k+1 >= len(dims) || dims[k+1] != ' ' {
+				return h, false
+			}
+			digits, dims = dims[:k], dims[k+2:]
+		}
+		if len(digits) == 0 || len(digits) > 18 {
+			return h, false // empty, or maybe past int64: parseDict says
+		}
+		v := 0
+		for _, c := range digits {
+			if c < '0' || c > '9' {
+				return h, false
+			}
+			v = v*10 + int(c-'0')
+		}
+		h.Shape[i] = v
+	}
+	// Then padding: spaces, the newline numpy ends it with (and NULs,
+	// which parseDict allows as well).
+	for _, c := range b[end+len("), }"):] {
+		if c != ' ' && c != '\n' && c != 0 {
+			return h, false
+		}
+	}
+	if h.Elements() < 0 || h.DataBytes() < 0 {
+		return h, false
+	}
+	return h, true
+}
+
+// commonDescrs are the descrs of numpy's numeric dtypes in both byte
+// orders, parsed once.
+var commonDescrs = sync.OnceValue(func() map[string]format.DType {
+	m := map[string]format.DType{}
+	for _, d := range []string{"|b1", "|i1", "|u1", "|V1", "<V2"} {
+		if dt, err := format.ParseDescr(d); err == nil {
+			m[d] = dt
+		}
+	}
+	for _, order := range "<>" {
+		for _, code := range []string{"i2", "i4", "i8", "u2", "u4", "u8", "f2", "f4", "f8", "c8", "c16"} {
+			d := string(order) + code
+			if dt, err := format.ParseDescr(d); err == nil {
+				m[d] = dt
+			}
+		}
+	}
+	return m
+})
 
 // parseDict reads the header: a Python dict literal with exactly the keys
 // descr, fortran_order and shape, padded with spaces and ending in '\n'.
@@ -365,19 +498,24 @@ const (
 )
 
 func encodeNpy(h format.Header, align int) []byte {
-	var dict strings.Builder
-	fmt.Fprintf(&dict, "{'descr': '%s', 'fortran_order': %s, 'shape': (", h.DType.Descr(), pyBool(h.Fortran))
+	// The text is made in a buffer on the stack, and the preamble is the
+	// one allocation (fmt and a strings.Builder were four).
+	var buf [256]byte
+	text := append(buf[:0], "{'descr': '"...)
+	text = append(text, h.DType.Descr()...)
+	text = append(text, "', 'fortran_order': "...)
+	text = append(text, pyBool(h.Fortran)...)
+	text = append(text, ", 'shape': ("...)
 	for i, d := range h.Shape {
 		if i > 0 {
-			dict.WriteString(", ")
+			text = append(text, ", "...)
 		}
-		dict.WriteString(strconv.Itoa(d))
+		text = strconv.AppendInt(text, int64(d), 10)
 	}
 	if len(h.Shape) == 1 {
-		dict.WriteString(",")
+		text = append(text, ',')
 	}
-	dict.WriteString("), }")
-	text := dict.String()
+	text = append(text, "), }"...)
 	fixed, major := 10, byte(1)
 	if total := 10 + len(text) + 1; (total+align-1)/align*align-10 > 0xffff {
 		fixed, major = 12, 2

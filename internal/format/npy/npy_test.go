@@ -3,6 +3,7 @@ package npy
 import (
 	"bytes"
 	"encoding/binary"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -234,6 +235,67 @@ func TestDTypeNamesRoundTrip(t *testing.T) {
 		viaDescr, err := format.ParseDescr(d.Descr())
 		if err != nil || viaDescr.Size != d.Size || viaDescr.Kind != d.Kind {
 			t.Errorf("%s -> %s -> %v (%v)", name, d.Descr(), viaDescr, err)
+		}
+	}
+}
+
+// numpyHeader (the fast path) takes the headers numpy writes, and reads
+// every header it takes as parseDict (the strict, general parser) does.
+func TestNumpyHeaderAsParseDict(t *testing.T) {
+	taken := []string{
+		"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 64, 64), }" + strings.Repeat(" ", 23) + "\n",
+		"{'descr': '|u1', 'fortran_order': False, 'shape': (1, 1, 4, 4), }          \n",
+		"{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }\n",
+		"{'descr': '>i2', 'fortran_order': False, 'shape': (7,), }\n",
+		"{'descr': '<U3', 'fortran_order': False, 'shape': (), }\n",
+		"{'descr': '|V7', 'fortran_order': False, 'shape': (0, 5), }\n",
+		"{'descr': '<c16', 'fortran_order': False, 'shape': (123456789012345678,), }\n",
+		"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }\x00\x00\n",
+	}
+	left := []string{ // to parseDict: it reads or refuses them
+		"{'descr': '<f4', 'fortran_order': False, 'shape': (2L, 3L), }\n",
+		"{'descr': '<f4', 'fortran_order': False, 'shape': (2,3), }\n",
+		"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3,), }\n",
+		"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3, ), }\n",
+		"{'descr': '<f4', 'fortran_order': False, 'shape': (3), }\n",
+		"{'descr': '<f4', 'fortran_order': False, 'shape': (1,2, 3), }\n",
+		"{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }\n",
+		"{'descr': '<f4', 'fortran_order': False, 'shape': (9999999999999999999,), }\n",
+		"{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904, 4), }\n",
+		"{'descr': '<f4', 'fortran_order': false, 'shape': (2,), }\n",
+		"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), } x\n",
+		"{'descr': '<f4', 'fortran_order': False, 'shape': (2,)}\n",
+		"{'shape': (2,), 'descr': '<f4', 'fortran_order': False, }\n",
+		"{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (2,), }\n",
+		"{'descr': '', 'fortran_order': False, 'shape': (2,), }\n",
+		"{'descr': '<q9', 'fortran_order': False, 'shape': (2,), }\n",
+		"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}\n",
+		" {'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n",
+	}
+	for i, text := range append(taken, left...) {
+		h, ok := numpyHeader([]byte(text))
+		if ok != (i < len(taken)) {
+			t.Errorf("numpyHeader(%q): taken %v", text, ok)
+		}
+		if !ok {
+			continue
+		}
+		want, err := parseDict(text, 10)
+		if err != nil || !reflect.DeepEqual(h, want) {
+			t.Errorf("%q: numpyHeader %+v, parseDict %+v, %v", text, h, want, err)
+		}
+	}
+	// Every header EncodeNpy writes is one numpyHeader takes.
+	for _, shape := range [][]int{{}, {5}, {1, 3, 64, 64}, {1 << 40, 0}} {
+		for _, descr := range []string{"<f4", "|u1", ">c8", "|S12", "<V2"} {
+			dt, err := format.ParseDescr(descr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pre := EncodeNpy(format.Header{DType: dt, Shape: shape})
+			if _, ok := numpyHeader(pre[10:]); !ok {
+				t.Errorf("numpyHeader does not take EncodeNpy's %q", pre)
+			}
 		}
 	}
 }
