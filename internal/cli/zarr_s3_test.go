@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -82,12 +83,14 @@ func TestZarrS3Scripts(t *testing.T) {
 		Dir:                 filepath.Join("..", "..", "testdata", "scripts", "s3"),
 		RequireExplicitExec: true,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exitcode": cmdExitcode,
-			"cmpjson":  cmdCmpJSON,
-			"mkst":     cmdMkSafetensors,
-			"s3log":    cmdS3Log,
-			"s3slow":   cmdS3Slow,
-			"s3fail":   cmdS3Fail,
+			"exitcode":  cmdExitcode,
+			"cmpjson":   cmdCmpJSON,
+			"mkst":      cmdMkSafetensors,
+			"s3log":     cmdS3Log,
+			"s3slow":    cmdS3Slow,
+			"s3fail":    cmdS3Fail,
+			"s3waitput": cmdS3WaitPut,
+			"gwfiles":   cmdGWFiles,
 		},
 		Setup: func(env *testscript.Env) error {
 			bucket := fmt.Sprintf("zarr%d", buckets.Add(1))
@@ -196,4 +199,46 @@ func cmdS3Fail(ts *testscript.TestScript, neg bool, args []string) {
 	p.mu.Lock()
 	p.fail = args[0]
 	p.mu.Unlock()
+}
+
+// s3waitput N waits until the proxy has seen N PUTs since the last
+// s3log: the write is under way (PUTs held by s3slow have not reached the
+// server yet).
+func cmdS3WaitPut(ts *testscript.TestScript, neg bool, args []string) {
+	n, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	p := ts.Value("proxy").(*s3Proxy)
+	for range 600 {
+		p.mu.Lock()
+		puts := 0
+		for _, l := range p.log {
+			if strings.HasPrefix(l, "PUT ") {
+				puts++
+			}
+		}
+		p.mu.Unlock()
+		if puts >= n {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ts.Fatalf("no %d PUTs came in 30 s", n)
+}
+
+// gwfiles DIR prints the regular files under DIR (the objects of a
+// prefix, on versitygw's posix backend), sorted, relative to DIR.
+func cmdGWFiles(ts *testscript.TestScript, neg bool, args []string) {
+	root := ts.MkAbs(args[0])
+	var names []string
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			rel, _ := filepath.Rel(root, p)
+			names = append(names, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	slices.Sort(names)
+	if len(names) > 0 {
+		ts.Stdout().Write([]byte(strings.Join(names, "\n") + "\n"))
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // A store of objects under a prefix of a place (a Zarr store at
@@ -194,6 +195,9 @@ type placeOutput struct {
 	written  int64
 	replaces bool // objects were under the prefix at the start
 	done     bool // the root's metadata is put: the store is there
+
+	aborting    sync.Once
+	interrupted atomic.Bool // a signal: the process exits when abort is done
 }
 
 // putBudget bounds the bytes of data objects copied and under way at
@@ -364,8 +368,19 @@ func (o *placeOutput) deleteStale() error {
 	return nil
 }
 
-// abort stops the puts and deletes every object this run put.
+// abort stops the puts and deletes every object this run put, once: a
+// second caller (the run's own Abort after a signal's) waits for the
+// first. After a signal, the run's goroutines wait here for the
+// handler's exit, so that the run ends as signalled, with every
+// deletion done.
 func (o *placeOutput) abort() {
+	o.aborting.Do(o.deletePut)
+	if o.interrupted.Load() {
+		select {}
+	}
+}
+
+func (o *placeOutput) deletePut() {
 	o.cancel()
 	o.mu.Lock()
 	if o.err == nil {
@@ -391,7 +406,8 @@ func (o *placeOutput) interrupt() {
 	done := o.done
 	o.mu.Unlock()
 	if !done {
-		o.abort()
+		o.interrupted.Store(true)
+		o.aborting.Do(o.deletePut)
 	}
 }
 
