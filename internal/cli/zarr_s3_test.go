@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -86,6 +88,7 @@ func TestZarrS3Scripts(t *testing.T) {
 			"exitcode":  cmdExitcode,
 			"cmpjson":   cmdCmpJSON,
 			"mkst":      cmdMkSafetensors,
+			"truncate":  cmdTruncate,
 			"s3log":     cmdS3Log,
 			"s3slow":    cmdS3Slow,
 			"s3fail":    cmdS3Fail,
@@ -138,7 +141,7 @@ type s3Proxy struct {
 	rp   *httputil.ReverseProxy
 	mu   sync.Mutex
 	log  []string
-	slow time.Duration // each PUT held this long before it is passed on
+	slow time.Duration // each PUT held this long before it is passed on, or dropped if its client hangs up
 	fail string        // a PUT whose key holds this is refused (403)
 }
 
@@ -162,7 +165,21 @@ func (p *s3Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>refused by the test</Message></Error>`)
 			return
 		}
-		time.Sleep(slow)
+		if slow > 0 {
+			// The hold is the body still on its way: a client that hangs
+			// up meanwhile (a run interrupted) has sent no object. The
+			// body read first, the server notices the hang-up.
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			select {
+			case <-time.After(slow):
+			case <-r.Context().Done():
+				return
+			}
+		}
 	}
 	p.rp.ServeHTTP(w, r)
 }

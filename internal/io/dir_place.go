@@ -82,16 +82,14 @@ func (d *Dir) remoteKey(key string) (string, error) {
 	return d.url + key, nil
 }
 
-// objectError names the key in an error of the place, keeping
-// fs.ErrNotExist for the caller to test.
-func objectError(key string, err error) error {
-	if err == nil {
-		return nil
-	}
+// readError keeps fs.ErrNotExist for the caller to test, naming the
+// key as a missing file's error does; the reader names the key of any
+// other failure.
+func readError(key string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
 		return &os.PathError{Op: "read", Path: key, Err: fs.ErrNotExist}
 	}
-	return fmt.Errorf("%s: %w", key, err)
+	return err
 }
 
 func (d *Dir) readRemote(key string, limit int64) ([]byte, error) {
@@ -100,10 +98,7 @@ func (d *Dir) readRemote(key string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	b, err := d.remote.GetObject(context.Background(), name, limit)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) && strings.Contains(err.Error(), "more than it can") {
-		return nil, err // already names the key and its size
-	}
-	return b, objectError(key, err)
+	return b, readError(key, err)
 }
 
 func (d *Dir) readRangeRemote(key string, off, n int64) ([]byte, error) {
@@ -112,7 +107,7 @@ func (d *Dir) readRangeRemote(key string, off, n int64) ([]byte, error) {
 		return nil, err
 	}
 	b, err := d.remote.GetObjectRange(context.Background(), name, off, n)
-	return b, objectError(key, err)
+	return b, readError(key, err)
 }
 
 func (d *Dir) sizeRemote(key string) (int64, error) {
@@ -121,7 +116,7 @@ func (d *Dir) sizeRemote(key string) (int64, error) {
 		return 0, err
 	}
 	n, err := d.remote.ObjectSize(context.Background(), name)
-	return n, objectError(key, err)
+	return n, readError(key, err)
 }
 
 func (d *Dir) listRemote(dir string) ([]string, error) {
@@ -133,7 +128,7 @@ func (d *Dir) listRemote(dir string) ([]string, error) {
 		}
 	}
 	names, err := d.remote.ListChildren(context.Background(), name)
-	return names, objectError(dir, err)
+	return names, readError(dir, err)
 }
 
 // ReadBounded reads the object key whole if it holds at most limit
@@ -284,7 +279,7 @@ func (o *placeOutput) Put(key string, data []byte) error {
 		err := o.sp.PutObject(o.ctx, name, b)
 		o.mu.Lock()
 		if err != nil && o.err == nil {
-			o.err = objectError(key, err)
+			o.err = fmt.Errorf("%s: %w", key, err)
 		}
 		o.inFlight--
 		o.bytes -= int64(len(b))
@@ -337,7 +332,7 @@ func (o *placeOutput) commit() error {
 			o.done = false
 			o.mu.Unlock()
 			o.abort()
-			return objectError(k, err)
+			return fmt.Errorf("%s: %w", k, err)
 		}
 	}
 	if !o.replaces {
