@@ -110,7 +110,11 @@ func (o *DirOutput) Written() int64 {
 // moved aside, the new one renamed in, the old one removed.
 func (o *DirOutput) Commit() error {
 	if o.remote != nil {
-		return o.remote.commit()
+		if err := o.remote.commit(); err != nil {
+			return err
+		}
+		uploaded.Store(o.name, o.Written()) // a batch's record of its size, as for an object
+		return nil
 	}
 	defer stagingDirs.Delete(o.staging)
 	if err := os.Chmod(o.staging, 0o755); err != nil {
