@@ -119,13 +119,12 @@ func TestZarrS3Scripts(t *testing.T) {
 // versitygw is the server's program: in the Go bin directory, where
 // scripts/s3-e2e.sh installs it, or on PATH; "" when missing.
 func versitygw() string {
-	bin := os.Getenv("GOBIN")
-	if bin == "" {
-		if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
-			bin = filepath.Join(strings.TrimSpace(string(out)), "bin")
+	if out, err := exec.Command("go", "env", "GOBIN", "GOPATH").Output(); err == nil {
+		gobin, gopath, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+		if gobin == "" {
+			gobin = filepath.Join(strings.TrimSpace(gopath), "bin")
 		}
-	}
-	if p := filepath.Join(bin, "versitygw"); bin != "" {
+		p := filepath.Join(gobin, "versitygw")
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
 			return p
 		}
