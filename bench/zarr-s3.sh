@@ -43,11 +43,8 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$T/gw"
-read -r PORT SLOW_PORTS < <($PY -c '
-import socket, sys
-ss = [socket.socket() for _ in range(1 + int(sys.argv[1]))]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(*[s.getsockname()[1] for s in ss])' "$(echo "$DELAYS" | wc -w)")
+. scripts/e2e-lib.sh # free_ports
+read -r PORT SLOW_PORTS < <(free_ports $((1 + $(echo "$DELAYS" | wc -w))))
 KEY=benchkey SECRET=benchsecret$RANDOM
 ENDPOINT=http://127.0.0.1:$PORT
 ROOT_ACCESS_KEY_ID=$KEY ROOT_SECRET_ACCESS_KEY=$SECRET "$VGW" --port "127.0.0.1:$PORT" posix "$T/gw" >"$T/versitygw.log" 2>&1 &
@@ -85,8 +82,12 @@ for c in range(16):  # a smooth field plus noise: compresses as measured data do
     z[0, c] = np.sin(x + c) * np.cos(y) + rng.standard_normal((4096, 4096), dtype=np.float32) * 0.01
 PY
 "$DS" convert --to zarr3 --chunks 1,1,512,512 --zarr-shard 1,4,4096,4096 "$T/in2.zarr" "$T/in3.zarr"
-AWS_ENDPOINT_URL=$ENDPOINT "$DS" convert "$T/in3.zarr" s3://src/in3.zarr
-AWS_ENDPOINT_URL=$ENDPOINT "$DS" convert "$T/in2.zarr" s3://src/in2.zarr
+# Up by s5cmd, byte for byte (a depthspace convert of a store to a store
+# keeps its shards' shape as chunks, not its sharding).
+"$S5" --endpoint-url "$ENDPOINT" cp "$T/in3.zarr/" s3://src/in3.zarr/ >/dev/null
+"$S5" --endpoint-url "$ENDPOINT" cp "$T/in2.zarr/" s3://src/in2.zarr/ >/dev/null
+AWS_ENDPOINT_URL=$ENDPOINT "$DS" info s3://src/in3.zarr | grep -q '^  shards  *1,4,4096,4096$' ||
+  { echo "s3://src/in3.zarr is not the sharded store" >&2; exit 1; }
 cat >"$T/peer.py" <<'PY'
 import sys, zarr
 src, dst = sys.argv[1], sys.argv[2]
@@ -99,18 +100,37 @@ echo "server: versitygw posix on $ENDPOINT; s5cmd v2.3.0 ($S5); depthspace $(git
 echo "store: $(du -sm "$T/in3.zarr" | cut -f1) MiB sharded v3 ($(find "$T/in3.zarr" -type f | wc -l) objects), $(du -sm "$T/in2.zarr" | cut -f1) MiB v2 ($(find "$T/in2.zarr" -type f | wc -l) objects)"
 echo "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start"
 
-# rss CMD...: CMD under GNU time, its RssAnon sampled; prints
-# "wall_seconds peak_rssanon_kib".
+# rss CMD...: CMD under GNU time, the RssAnon of the largest single
+# process of its tree sampled; prints "wall_seconds peak_rssanon_kib".
 rss() {
   /usr/bin/time -f "%e" -o "$T/time" "$@" &
-  local pid=$! anon=0 a p
-  while kill -0 "$pid" 2>/dev/null; do
-    for p in $(pgrep -P "$pid") "$pid"; do
-      a=$(awk '/^RssAnon/ {print $2}' "/proc/$p/status" 2>/dev/null || true)
-      [ -n "$a" ] && [ "$a" -gt "$anon" ] && anon=$a
-    done
-    sleep 0.05
-  done
+  local pid=$!
+  local anon
+  anon=$($PY - "$pid" <<'PYEOF'
+import os, sys, time
+root, peak = int(sys.argv[1]), 0
+def kids(pid):
+    try:
+        return [int(c) for t in os.listdir(f"/proc/{pid}/task") for c in open(f"/proc/{pid}/task/{t}/children").read().split()]
+    except OSError:
+        return []
+while os.path.exists(f"/proc/{root}") and open(f"/proc/{root}/stat").read().split()[2] != "Z":
+    todo, seen = [root], []
+    while todo:
+        p = todo.pop()
+        seen.append(p)
+        todo += kids(p)
+    for p in seen:
+        try:
+            for line in open(f"/proc/{p}/status"):
+                if line.startswith("RssAnon:"):
+                    peak = max(peak, int(line.split()[1]))
+        except OSError:
+            pass
+    time.sleep(0.05)
+print(peak)
+PYEOF
+)
   wait "$pid"
   echo "$(cat "$T/time") $anon"
 }

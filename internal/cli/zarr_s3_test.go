@@ -106,8 +106,9 @@ func TestZarrS3Scripts(t *testing.T) {
 			env.Values["proxy"] = p
 			for k, v := range map[string]string{
 				"AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret, "AWS_ENDPOINT_URL": srv.URL,
-				"AWS_REGION": "us-east-1", "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
-				"BUCKET": bucket, "GW": filepath.Join(root, bucket), "GORACE": "atexit_sleep_ms=0",
+				"AWS_REGION": "us-east-1", "AWS_CONFIG_FILE": filepath.Join(env.WorkDir, "no-aws-config"),
+				"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(env.WorkDir, "no-aws-credentials"),
+				"BUCKET":                      bucket, "GW": filepath.Join(root, bucket), "GORACE": "atexit_sleep_ms=0",
 			} {
 				env.Setenv(k, v)
 			}

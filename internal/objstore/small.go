@@ -92,14 +92,18 @@ func (s *Store) get(ctx context.Context, u URL, rng string, max int64) ([]byte, 
 			out.Body.Close()
 			return nil, 0, fmt.Errorf("the server sent no usable Content-Range for a ranged GET (%q)", aws.ToString(out.ContentRange))
 		}
-		var buf bytes.Buffer
-		if n := aws.ToInt64(out.ContentLength); n > 0 && n <= max {
-			buf.Grow(int(n))
+		var b []byte
+		if n := aws.ToInt64(out.ContentLength); n >= 0 && n <= max {
+			// The exact size: one allocation, no growing buffer (a
+			// bytes.Buffer read to EOF doubles itself for the last read).
+			b = make([]byte, n)
+			_, err = io.ReadFull(out.Body, b)
+		} else {
+			b, err = io.ReadAll(io.LimitReader(out.Body, max))
 		}
-		_, err = io.Copy(&buf, io.LimitReader(out.Body, max))
 		out.Body.Close()
 		if err == nil {
-			return buf.Bytes(), size, nil
+			return b, size, nil
 		}
 		if ctx.Err() != nil || try >= retries || !transient(err) {
 			return nil, 0, s.describe(err)
