@@ -14,14 +14,14 @@ import (
 // its members in order as into a container of members, built beside the
 // target and put in its place at the end; a store already there is
 // replaced only then, and anything else there is refused before any
-// work.
+// work. On an s3:// prefix, which has no rename, its metadata objects go
+// last instead (fileio.CreateStore).
 func writeStore(d dest, f *format.Format, sf *format.StoreFormat, jobs []MemberJob) (*Result, error) {
 	for _, j := range jobs {
 		if err := storeNotInput(d.path, j.Input); err != nil {
 			return nil, err
 		}
 	}
-	// On s3:// the objects that make it a store go last (CreateStore).
 	isMeta := func(key string) bool { return format.StoreMarker(key) != "" }
 	out, err := fileio.CreateStore(d.path, func(dir *fileio.Dir) bool { return format.StoreKind(dir) != "" }, isMeta)
 	if err != nil {
