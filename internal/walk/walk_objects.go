@@ -149,6 +149,12 @@ func (l *objectStream) pullItem() (Item, bool) {
 		if !IsTensorName(e.Rel) {
 			continue
 		}
+		if it, in, ok := l.inNamedStore(e); in {
+			if ok {
+				return it, true
+			}
+			continue
+		}
 		it := Item{Input: e.Name, Rel: e.Rel, Key: e.Rel, Size: e.Size, Arg: l.arg}
 		if err := checkRel(e.Rel); err != nil {
 			it.Err = &pipeline.PathError{Path: it.Input, Err: err}
@@ -166,32 +172,82 @@ func (l *objectStream) pullItem() (Item, bool) {
 // local directory walk takes a store the same way (IsStore). ok is
 // false for a store already given.
 func (l *objectStream) storeItem(e fileio.Entry) (Item, bool) {
-	base := strings.TrimSuffix(e.Name, e.Rel) // the listed prefix, with its "/"
-	dir := path.Dir(e.Rel)
-	if dir == "." {
-		dir = ""
-	}
+	base, dir := splitEntry(e)
 	if l.stores == nil {
 		l.stores = map[string]bool{}
 	}
 	l.stores[dir] = true
-	root := dir
-	for _, anc := range ancestors(dir) {
-		is, seen := l.stores[anc]
-		if !seen {
-			name := base
-			if anc != "" {
-				name += anc + "/"
-			}
-			d, ok := fileio.OpenDir(name)
-			is = ok && format.StoreKind(d) != ""
-			l.stores[anc] = is
-		}
-		if is {
-			root = anc
-			break
+	root, _ := l.topStore(base, dir, func(string) bool { return true })
+	return l.storeInput(base, root)
+}
+
+// inNamedStore is the input of the store a tensor-named key e lies in,
+// when a directory above it is named as a store is (x.zarr/) and is one:
+// a v3 store lists its zarr.json after its other keys, so such a key
+// comes before the marker that would have skipped it. Only directories
+// with a store's extension are asked, so that a tree of tensors costs no
+// request. ok is false when e is not in such a store, or its store was
+// given already.
+func (l *objectStream) inNamedStore(e fileio.Entry) (it Item, in, ok bool) {
+	base, dir := splitEntry(e)
+	if dir == "" {
+		return Item{}, false, false
+	}
+	root, found := l.topStore(base, dir, func(anc string) bool {
+		k := format.KindByExtension(anc)
+		return anc != "" && k != "" && format.StoreOf(k) != nil
+	})
+	if !found {
+		return Item{}, false, false
+	}
+	it, ok = l.storeInput(base, root)
+	return it, true, ok
+}
+
+// splitEntry is the listed prefix of e (with its "/") and the directory
+// of its key below it ("" for the prefix itself).
+func splitEntry(e fileio.Entry) (base, dir string) {
+	base = strings.TrimSuffix(e.Name, e.Rel)
+	dir = path.Dir(e.Rel)
+	if dir == "." {
+		dir = ""
+	}
+	return base, dir
+}
+
+// topStore is the topmost store among the directories above dir and dir
+// itself that ask allows asking about, each asked once.
+func (l *objectStream) topStore(base, dir string, ask func(string) bool) (string, bool) {
+	for _, anc := range append(ancestors(dir), dir) {
+		if is, seen := l.stores[anc]; seen && is || !seen && ask(anc) && l.isStore(base, anc) {
+			return anc, true
 		}
 	}
+	return "", false
+}
+
+// isStore says whether the directory dir of the listing is a store
+// (Claims; one request or a few), and records it.
+func (l *objectStream) isStore(base, dir string) bool {
+	if l.stores == nil {
+		l.stores = map[string]bool{}
+	}
+	if is, seen := l.stores[dir]; seen {
+		return is
+	}
+	name := base
+	if dir != "" {
+		name += dir + "/"
+	}
+	d, ok := fileio.OpenDir(name)
+	is := ok && format.StoreKind(d) != ""
+	l.stores[dir] = is
+	return is
+}
+
+// storeInput is the item of the store at root ("" the listed prefix),
+// whose keys are then skipped; ok is false for one already given.
+func (l *objectStream) storeInput(base, root string) (Item, bool) {
 	if root == "" {
 		// The prefix itself is a store: its only input.
 		l.close()

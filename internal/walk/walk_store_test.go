@@ -135,18 +135,20 @@ func walkKeys(t *testing.T, arg string, objects map[string]string) []string {
 // input named by its prefix, not walked into: its zarr.json is not read
 // as a JSON tensor, its chunks are not inputs, and an array inside a
 // group whose own zarr.json the listing gives after its members' (v3)
-// is the group's, not an input of its own. The tensors beside it are
-// inputs.
+// is the group's, not an input of its own, and neither is a tensor-named
+// object inside a store named *.zarr that the listing gives before the
+// store's zarr.json. The tensors beside it are inputs.
 func TestObjectStoreOneInput(t *testing.T) {
 	got := walkKeys(t, "s3://b/p/", map[string]string{
 		"a.npy": "x", "g.zarr/c/0/0": "", "g.zarr/x/zarr.json": v3Array, "g.zarr/x/c/0": "",
 		"g.zarr/zarr.json": v3Group, "v2.zarr/.zarray": v2Array, "v2.zarr/0.0": "", "v2.zarr/x.npy": "",
-		"z.npy": "x",
+		"v3.zarr/a.npy": "x", "v3.zarr/c/0": "", "v3.zarr/zarr.json": v3Array, "z.npy": "x",
 	})
 	want := []string{
 		"s3://b/p/a.npy a.npy",
 		"s3://b/p/g.zarr/ g.zarr",
 		"s3://b/p/v2.zarr/ v2.zarr",
+		"s3://b/p/v3.zarr/ v3.zarr",
 		"s3://b/p/z.npy z.npy",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
