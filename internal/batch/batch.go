@@ -565,7 +565,7 @@ func outputSize(name string) int64 {
 func exists(name string) bool {
 	if isObject(name) {
 		ok, _ := fileio.ObjectExists(name) // HEAD; a failure shows when the file is tried
-		return ok
+		return ok || walk.IsStore(name)    // a store on s3:// is a prefix, its metadata put last
 	}
 	fi, err := os.Stat(name)
 	return err == nil && (fi.Mode().IsRegular() || fi.IsDir() && walk.IsStore(name)) // a file, or a store

@@ -11,17 +11,24 @@ import (
 	"strings"
 )
 
-// Dir is a local directory read as a store of objects by key (a
-// slash-separated path under it), for a format that is a directory
-// (package format's Store). Keys never leave the directory.
+// Dir is a local directory, or a prefix of a place (dir_place.go), read
+// as a store of objects by key (a slash-separated path under it), for a
+// format that is a directory (package format's Store). Keys never leave
+// the directory.
 type Dir struct {
-	name string // as the user wrote it
+	name   string     // as the user wrote it
+	remote StorePlace // a prefix of a place; nil for a local directory
+	url    string     // the prefix, with its final "/"
 }
 
-// OpenDir gives the store of a local directory, or ok false when name is
-// not one (a file, standard input, an object URL, nothing there).
+// OpenDir gives the store of a local directory or of a prefix of a
+// place (s3://B/P/), or ok false when name is not one (a file, standard
+// input, an object's URL, nothing there).
 func OpenDir(name string) (d *Dir, ok bool) {
-	if name == "-" || IsObject(name) {
+	if IsObject(name) {
+		return openPlaceDir(name)
+	}
+	if name == "-" {
 		return nil, false
 	}
 	fi, err := os.Stat(name)
@@ -45,16 +52,7 @@ func (d *Dir) path(key string) (string, error) {
 
 // Read returns a whole object: the bytes its file holds when opened.
 func (d *Dir) Read(key string) ([]byte, error) {
-	f, size, err := d.open(key)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b := make([]byte, size)
-	if _, err := io.ReadFull(f, b); err != nil {
-		return nil, keyError(key, err)
-	}
-	return b, nil
+	return d.ReadBounded(key, maxObject)
 }
 
 // open opens key's file and gives its size, if it is a regular file
@@ -109,6 +107,9 @@ func regularObject(key string, fi os.FileInfo) error {
 
 // ReadRange returns n bytes at off (off < 0: the last -off bytes).
 func (d *Dir) ReadRange(key string, off, n int64) ([]byte, error) {
+	if d.remote != nil {
+		return d.readRangeRemote(key, off, n)
+	}
 	f, size, err := d.open(key)
 	if err != nil {
 		return nil, err
@@ -129,6 +130,9 @@ func (d *Dir) ReadRange(key string, off, n int64) ([]byte, error) {
 
 // Size is an object's size.
 func (d *Dir) Size(key string) (int64, error) {
+	if d.remote != nil {
+		return d.sizeRemote(key)
+	}
 	p, err := d.path(key)
 	if err != nil {
 		return 0, err
@@ -146,6 +150,9 @@ func (d *Dir) Size(key string) (int64, error) {
 // List names the entries directly under dir, sorted; directories (and
 // links to them) end in "/".
 func (d *Dir) List(dir string) ([]string, error) {
+	if d.remote != nil {
+		return d.listRemote(dir)
+	}
 	p := d.name
 	if dir != "" {
 		var err error

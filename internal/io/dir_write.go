@@ -13,9 +13,12 @@ import (
 // store): built in a staging directory beside the target, it appears
 // whole at Commit, which puts it in the target's place; a directory
 // already there is replaced only then. Abort, a failure, or a signal
-// (HandleSignals) leaves nothing but the target as it was.
+// (HandleSignals) leaves nothing but the target as it was. A store under
+// a prefix of a place is written otherwise, as a place allows
+// (placeOutput).
 type DirOutput struct {
-	name    string // the target
+	name    string       // the target
+	remote  *placeOutput // a prefix of a place
 	staging string
 	mu      sync.Mutex
 	made    map[string]bool // directories made in staging
@@ -30,6 +33,16 @@ var stagingDirs sync.Map
 // already there is a store of the output's format, which Commit then
 // replaces; any other thing there is refused now, before any work.
 func CreateDir(name string, claims func(*Dir) bool) (*DirOutput, error) {
+	return CreateStore(name, claims, nil)
+}
+
+// CreateStore is CreateDir where name may be a prefix of a place
+// (s3://B/P): last says which objects make the store visible to a reader
+// (its metadata), which are then put after every other.
+func CreateStore(name string, claims func(*Dir) bool, last func(key string) bool) (*DirOutput, error) {
+	if IsObject(name) {
+		return createPlaceDir(name, claims, last)
+	}
 	if name == "-" || name == "" {
 		return nil, errors.New("a store is a directory: give an output path (-o DIR)")
 	}
@@ -57,6 +70,9 @@ func CreateDir(name string, claims func(*Dir) bool) (*DirOutput, error) {
 
 // Put writes an object; keys never leave the store.
 func (o *DirOutput) Put(key string, data []byte) error {
+	if o.remote != nil {
+		return o.remote.Put(key, data)
+	}
 	p, err := (&Dir{name: o.staging}).path(key)
 	if err != nil {
 		return err
@@ -80,6 +96,11 @@ func (o *DirOutput) Put(key string, data []byte) error {
 
 // Written is the bytes of every object Put so far: the store's size.
 func (o *DirOutput) Written() int64 {
+	if o.remote != nil {
+		o.remote.mu.Lock()
+		defer o.remote.mu.Unlock()
+		return o.remote.written
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.written
@@ -88,6 +109,13 @@ func (o *DirOutput) Written() int64 {
 // Commit puts the store in the target's place: a store already there is
 // moved aside, the new one renamed in, the old one removed.
 func (o *DirOutput) Commit() error {
+	if o.remote != nil {
+		if err := o.remote.commit(); err != nil {
+			return err
+		}
+		uploaded.Store(o.name, o.Written()) // a batch's record of its size, as for an object
+		return nil
+	}
 	defer stagingDirs.Delete(o.staging)
 	if err := os.Chmod(o.staging, 0o755); err != nil {
 		o.Abort()
@@ -116,15 +144,24 @@ func (o *DirOutput) Commit() error {
 
 // Abort removes the staging directory.
 func (o *DirOutput) Abort() {
+	if o.remote != nil {
+		o.remote.abort()
+		return
+	}
 	os.RemoveAll(o.staging)
 	stagingDirs.Delete(o.staging)
 }
 
-// removeStaging removes every staging directory in flight (the signal
-// handler's).
+// removeStaging removes every staging directory in flight, and the
+// objects put of every store being written to a place whose metadata
+// is not yet on its way (the signal handler's).
 func removeStaging() {
 	stagingDirs.Range(func(k, _ any) bool {
 		os.RemoveAll(k.(string))
+		return true
+	})
+	remoteOutputs.Range(func(k, _ any) bool {
+		k.(*placeOutput).interrupt()
 		return true
 	})
 }

@@ -14,17 +14,16 @@ import (
 // its members in order as into a container of members, built beside the
 // target and put in its place at the end; a store already there is
 // replaced only then, and anything else there is refused before any
-// work.
+// work. On an s3:// prefix, which has no rename, its metadata objects go
+// last instead (fileio.CreateStore).
 func writeStore(d dest, f *format.Format, sf *format.StoreFormat, jobs []MemberJob) (*Result, error) {
-	if fileio.IsObject(d.path) {
-		return nil, pathErr(d.path, fmt.Errorf("a %s store is written to a local directory; s3:// stores are not written yet (write it here, then copy it up)", f.Kind))
-	}
 	for _, j := range jobs {
 		if err := storeNotInput(d.path, j.Input); err != nil {
 			return nil, err
 		}
 	}
-	out, err := fileio.CreateDir(d.path, func(dir *fileio.Dir) bool { return format.StoreKind(dir) != "" })
+	isMeta := func(key string) bool { return format.StoreMarker(key) != "" }
+	out, err := fileio.CreateStore(d.path, func(dir *fileio.Dir) bool { return format.StoreKind(dir) != "" }, isMeta)
 	if err != nil {
 		return nil, pathErr(displayName(d.path), err)
 	}
@@ -72,7 +71,20 @@ func writeStore(d dest, f *format.Format, sf *format.StoreFormat, jobs []MemberJ
 // changed while it is read. A file output over its input is refused the
 // same way (checkNotInput).
 func storeNotInput(out, input string) error {
-	if input == "" || input == "-" || fileio.IsObject(input) {
+	if fileio.IsObject(out) || fileio.IsObject(input) {
+		if !fileio.IsObject(out) || !fileio.IsObject(input) {
+			return nil
+		}
+		o, in := fileio.DirURL(out), fileio.DirURL(input)
+		switch {
+		case o == in:
+			return pathErr(out, errors.New("is the input store; write the result to another prefix"))
+		case strings.HasPrefix(o, in):
+			return pathErr(out, fmt.Errorf("is inside the input %s; write the result to another prefix", input))
+		}
+		return nil
+	}
+	if input == "" || input == "-" {
 		return nil
 	}
 	in, err := filepath.EvalSymlinks(input)

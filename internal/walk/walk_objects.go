@@ -76,13 +76,19 @@ func urlBase(name string) string {
 // in its order, pulled from the place as the walk asks for them. An
 // error of the listing is one failure item naming arg, and ends it.
 type objectStream struct {
-	arg   int
-	name  string
-	pull  func() (fileio.Entry, error, bool)
-	stop  func()
-	skip  string // keys of this prefix are not inputs (the output prefix)
-	first *Item  // an item pulled ahead (peek)
-	done  bool
+	arg  int
+	name string
+	pull func() (fileio.Entry, error, bool)
+	stop func()
+	skip string // keys of this prefix are not inputs (the output prefix)
+	// stores: whether each directory of the listing met so far (its
+	// path below the prefix, "" the prefix itself) is a store;
+	// inStore: the directory of the last store given, whose keys are
+	// its objects, not inputs.
+	stores  map[string]bool
+	inStore string
+	first   *Item // an item pulled ahead (peek)
+	done    bool
 }
 
 func objectList(i int, arg string, entries iter.Seq2[fileio.Entry, error]) *objectStream {
@@ -131,16 +137,22 @@ func (l *objectStream) pullItem() (Item, bool) {
 		if l.skip != "" && strings.HasPrefix(e.Name, l.skip) {
 			continue
 		}
-		if k := format.StoreMarker(e.Rel); k != "" {
-			// A store under the prefix: one input that a listing of keys
-			// would walk into (its metadata read as a tensor, its chunks
-			// skipped), and that is not read from objects yet.
-			dir := strings.TrimSuffix(e.Name, "/"+e.Rel[strings.LastIndexByte(e.Rel, '/')+1:])
-			rel := path.Dir(e.Rel)
-			return Item{Input: dir, Rel: rel, Key: rel, Arg: l.arg, Err: &pipeline.PathError{Path: dir,
-				Err: fmt.Errorf("is a %s store (it holds %s); s3:// stores are not read yet: copy it to a local directory first", k, path.Base(e.Rel))}}, true
+		if l.inStore != "" && strings.HasPrefix(e.Rel, l.inStore) {
+			continue // the rest of a store already given
+		}
+		if format.StoreMarker(e.Rel) != "" {
+			if it, ok := l.storeItem(e); ok {
+				return it, true
+			}
+			continue
 		}
 		if !IsTensorName(e.Rel) {
+			continue
+		}
+		if it, in, ok := l.inNamedStore(e); in {
+			if ok {
+				return it, true
+			}
 			continue
 		}
 		it := Item{Input: e.Name, Rel: e.Rel, Key: e.Rel, Size: e.Size, Arg: l.arg}
@@ -150,6 +162,133 @@ func (l *objectStream) pullItem() (Item, bool) {
 		return it, true
 	}
 	return Item{}, false
+}
+
+// storeItem is the input of a store met by the listing at e, one of
+// the objects that mark one (format.StoreMarker): the store it marks, or
+// the topmost directory above it that is a store too (a group holding
+// the array, whose own metadata a v3 listing gives after its members'),
+// as one input that the walk does not walk into, named by its prefix. A
+// local directory walk takes a store the same way (IsStore). ok is
+// false for a store already given.
+func (l *objectStream) storeItem(e fileio.Entry) (Item, bool) {
+	base, dir := splitEntry(e)
+	if l.stores == nil {
+		l.stores = map[string]bool{}
+	}
+	l.stores[dir] = true
+	root, _ := l.topStore(base, dir, func(string) bool { return true })
+	return l.storeInput(base, root)
+}
+
+// inNamedStore is the input of the store a tensor-named key e lies in,
+// when a directory above it is named as a store is (x.zarr/) and is one:
+// a v3 store lists its zarr.json after its other keys, so such a key
+// comes before the marker that would have skipped it. Only directories
+// with a store's extension are asked, so that a tree of tensors costs no
+// request. ok is false when e is not in such a store, or its store was
+// given already.
+func (l *objectStream) inNamedStore(e fileio.Entry) (it Item, in, ok bool) {
+	base, dir := splitEntry(e)
+	if dir == "" {
+		return Item{}, false, false
+	}
+	root, found := l.topStore(base, dir, func(anc string) bool {
+		k := format.KindByExtension(anc)
+		return anc != "" && k != "" && format.StoreOf(k) != nil
+	})
+	if !found {
+		return Item{}, false, false
+	}
+	it, ok = l.storeInput(base, root)
+	return it, true, ok
+}
+
+// splitEntry is the listed prefix of e (with its "/") and the directory
+// of its key below it ("" for the prefix itself).
+func splitEntry(e fileio.Entry) (base, dir string) {
+	base = strings.TrimSuffix(e.Name, e.Rel)
+	dir = path.Dir(e.Rel)
+	if dir == "." {
+		dir = ""
+	}
+	return base, dir
+}
+
+// topStore is the topmost store among the directories above dir and dir
+// itself that ask allows asking about, each asked once.
+func (l *objectStream) topStore(base, dir string, ask func(string) bool) (string, bool) {
+	for _, anc := range append(ancestors(dir), dir) {
+		if is, seen := l.stores[anc]; seen && is || !seen && ask(anc) && l.isStore(base, anc) {
+			return anc, true
+		}
+	}
+	return "", false
+}
+
+// isStore says whether the directory dir of the listing is a store
+// (Claims; one request or a few), and records it.
+func (l *objectStream) isStore(base, dir string) bool {
+	if l.stores == nil {
+		l.stores = map[string]bool{}
+	}
+	if is, seen := l.stores[dir]; seen {
+		return is
+	}
+	name := base
+	if dir != "" {
+		name += dir + "/"
+	}
+	d, ok := fileio.OpenDir(name)
+	is := ok && format.StoreKind(d) != ""
+	l.stores[dir] = is
+	return is
+}
+
+// storeInput is the item of the store at root ("" the listed prefix),
+// whose keys are then skipped; ok is false for one already given.
+func (l *objectStream) storeInput(base, root string) (Item, bool) {
+	if root == "" {
+		// The prefix itself is a store: its only input.
+		l.close()
+		rel := storeName(l.name)
+		return Item{Input: base, Rel: rel, Key: rel, Arg: l.arg}, true
+	}
+	if l.inStore == root+"/" {
+		return Item{}, false
+	}
+	l.inStore = root + "/"
+	it := Item{Input: base + root + "/", Rel: root, Key: root, Arg: l.arg}
+	if err := checkRel(root); err != nil {
+		it.Err = &pipeline.PathError{Path: it.Input, Err: err}
+	}
+	return it, true
+}
+
+// ancestors are the directories above dir, the prefix ("") first, dir
+// left out.
+func ancestors(dir string) []string {
+	if dir == "" {
+		return nil
+	}
+	out := []string{""}
+	for i := 0; i < len(dir); i++ {
+		if dir[i] == '/' {
+			out = append(out, dir[:i])
+		}
+	}
+	return out
+}
+
+// storeName is the name of a store that is the whole argument name
+// (s3://b/data/x.zarr/: "x.zarr"; a bucket alone: its name), as a
+// local store's is its directory's.
+func storeName(name string) string {
+	rest := strings.TrimSuffix(name, "/")
+	if i := strings.Index(rest, "://"); i >= 0 {
+		rest = rest[i+3:]
+	}
+	return path.Base(rest)
 }
 
 // checkRel refuses a relative path taken from a key, which is anything
@@ -192,10 +331,11 @@ func skipOutDir(src source, arg, outDir string) (source, error) {
 }
 
 // IsDir says whether path is walked like a directory: a directory
-// (symbolic links followed), or an s3:// prefix (fileio.ObjectIsDir).
+// (symbolic links followed), or an s3:// prefix (fileio.ObjectIsDir),
+// that is not a store (one input).
 func IsDir(path string) bool {
 	if isObject(path) {
-		return fileio.ObjectIsDir(path)
+		return fileio.ObjectIsDir(path) && !IsStore(path)
 	}
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir() && !IsStore(path)

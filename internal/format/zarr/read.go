@@ -148,6 +148,9 @@ func member(st format.Store, prefix, name string, a *Array, opt format.OpenOptio
 	if threads < 1 {
 		threads = runtime.GOMAXPROCS(0)
 	}
+	if r, ok := st.(interface{ InFlight() int }); ok {
+		threads = max(threads, r.InFlight()) // a store of objects: requests overlap
+	}
 	return format.Member{Name: name, Header: a.Header, Lazy: &reader{node: node{st: st, prefix: prefix, a: a}, threads: threads}}
 }
 
@@ -588,6 +591,11 @@ func maxStoredChunk(a *Array) int64 {
 // bytes; a larger one is an error naming its size, before anything is
 // allocated for it.
 func readBounded(st format.Store, key string, limit int64) ([]byte, error) {
+	if r, ok := st.(interface {
+		ReadBounded(key string, limit int64) ([]byte, error)
+	}); ok {
+		return r.ReadBounded(key, limit) // one request for an object
+	}
 	size, err := st.Size(key)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,444 @@
+package fileio
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// A store of objects under a prefix of a place (a Zarr store at
+// s3://B/P/) is the same Dir as a local directory: its keys are object
+// names below the prefix. A place that can hold one adds StorePlace to
+// its Place; the format reading the store never knows which it has.
+
+// StorePlace is what a Place adds to hold a store of many small objects
+// under a prefix, each read or written whole (or a range of it) in one
+// request and held in memory. Names are URLs of the place.
+type StorePlace interface {
+	// GetObject reads an object whole if it holds at most limit bytes
+	// (a larger one is an error naming its size, not read); an error
+	// that is fs.ErrNotExist when there is none.
+	GetObject(ctx context.Context, name string, limit int64) ([]byte, error)
+	// GetObjectRange reads n bytes at off (off < 0: the last -off
+	// bytes); fewer than asked is an error; n == 0 checks that the
+	// object is there.
+	GetObjectRange(ctx context.Context, name string, off, n int64) ([]byte, error)
+	// ObjectSize is an object's size (fs.ErrNotExist when none).
+	ObjectSize(ctx context.Context, name string) (int64, error)
+	// ListChildren names the entries directly under the prefix name,
+	// sorted; a prefix below it ends in "/".
+	ListChildren(ctx context.Context, name string) ([]string, error)
+	// PutObject makes an object of data in one request.
+	PutObject(ctx context.Context, name string, data []byte) error
+	// DeleteObject removes an object; one not there is no error.
+	DeleteObject(ctx context.Context, name string) error
+}
+
+// openPlaceDir is the store under the prefix name (s3://B/P/, s3://B,
+// or s3://B/P where no object P is but keys under P/ are), if its place
+// can hold one. A name that MayBeStore says is a file's (x.npy) is taken
+// for an object without asking the server.
+func openPlaceDir(name string) (*Dir, bool) {
+	p := PlaceOf(name)
+	sp, ok := p.(StorePlace)
+	if !ok {
+		return nil, false
+	}
+	dir, err := p.Parse(name)
+	if err != nil || Ready(p) != nil {
+		return nil, false
+	}
+	if !dir && (MayBeStore != nil && !MayBeStore(name) || !p.IsDir(name)) {
+		return nil, false
+	}
+	return &Dir{name: name, remote: sp, url: DirURL(name)}, true
+}
+
+// MayBeStore says whether an object's name may name a store: false for a
+// name with the extension of a format that is a file. Set by the walk,
+// which knows the formats; nil, every name may.
+var MayBeStore func(name string) bool
+
+// remoteKey is key's object name, refusing keys that would not name an
+// object below the prefix.
+func (d *Dir) remoteKey(key string) (string, error) {
+	if key == "" || strings.HasPrefix(key, "/") || strings.Contains(key, "//") || strings.Contains(key, "\\") {
+		return "", fmt.Errorf("key %q is not a path inside the store", key)
+	}
+	for _, seg := range strings.Split(strings.TrimSuffix(key, "/"), "/") {
+		if seg == "." || seg == ".." {
+			return "", fmt.Errorf("key %q is not a path inside the store", key)
+		}
+	}
+	return d.url + key, nil
+}
+
+// readError keeps fs.ErrNotExist for the caller to test, naming the
+// key as a missing file's error does; the reader names the key of any
+// other failure.
+func readError(key string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return &os.PathError{Op: "read", Path: key, Err: fs.ErrNotExist}
+	}
+	return err
+}
+
+func (d *Dir) readRemote(key string, limit int64) ([]byte, error) {
+	name, err := d.remoteKey(key)
+	if err != nil {
+		return nil, err
+	}
+	b, err := d.remote.GetObject(context.Background(), name, limit)
+	return b, readError(key, err)
+}
+
+func (d *Dir) readRangeRemote(key string, off, n int64) ([]byte, error) {
+	name, err := d.remoteKey(key)
+	if err != nil {
+		return nil, err
+	}
+	b, err := d.remote.GetObjectRange(context.Background(), name, off, n)
+	return b, readError(key, err)
+}
+
+func (d *Dir) sizeRemote(key string) (int64, error) {
+	name, err := d.remoteKey(key)
+	if err != nil {
+		return 0, err
+	}
+	n, err := d.remote.ObjectSize(context.Background(), name)
+	return n, readError(key, err)
+}
+
+func (d *Dir) listRemote(dir string) ([]string, error) {
+	name := d.url
+	if dir != "" {
+		var err error
+		if name, err = d.remoteKey(strings.TrimSuffix(dir, "/") + "/"); err != nil {
+			return nil, err
+		}
+	}
+	names, err := d.remote.ListChildren(context.Background(), name)
+	return names, readError(dir, err)
+}
+
+// ReadBounded reads the object key whole if it holds at most limit
+// bytes, else an error naming its size: for an object of a place, one
+// request (no HEAD before the GET).
+func (d *Dir) ReadBounded(key string, limit int64) ([]byte, error) {
+	if d.remote != nil {
+		return d.readRemote(key, limit)
+	}
+	f, size, err := d.open(key)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if size > limit {
+		return nil, fmt.Errorf("%s holds %d bytes, more than it can (at most %d): not read", key, size, limit)
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, keyError(key, err)
+	}
+	return b, nil
+}
+
+// InFlight is how many objects a reader of the store should ask for at
+// once: for a place, the run's --io-jobs, so that round trips overlap;
+// 0 for a local directory (as many as there are threads).
+func (d *Dir) InFlight() int {
+	if d.remote == nil {
+		return 0
+	}
+	return max(ObjectOptions.Transfers, 1)
+}
+
+// placeOutput is a store being written under a prefix of a place. A
+// place has no rename, so the store cannot be built aside and moved in:
+// its data objects are put as they come (up to --io-jobs at once), and
+// the objects that make it a store (its metadata: last says which) are
+// held until Commit and put then, deepest first and the root's last, so
+// that a reader never finds an array whose chunks are still coming.
+// Then the objects of a store that was there before and that the new
+// one does not have are deleted. Abort, a failure or a signal before
+// the root's metadata is put deletes every object this run put.
+type placeOutput struct {
+	sp     StorePlace
+	url    string // the prefix, with its final "/"
+	last   func(key string) bool
+	p      Place
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	inFlight int   // puts under way
+	bytes    int64 // their bytes
+	err      error // the first failure
+	put      []string
+	held     map[string][]byte
+	written  int64
+	replaces bool // objects were under the prefix at the start
+	done     bool // the root's metadata is put: the store is there
+
+	aborting    sync.Once
+	interrupted atomic.Bool // a signal: the process exits when abort is done
+}
+
+// putBudget bounds the bytes of data objects copied and under way at
+// once: with 16 MiB chunks, four of them; with small chunks, --io-jobs.
+const putBudget = 64 << 20
+
+// remoteOutputs are the stores being written to places, whose objects a
+// signal deletes (removeStaging).
+var remoteOutputs sync.Map
+
+func createPlaceDir(name string, claims func(*Dir) bool, last func(string) bool) (*DirOutput, error) {
+	p := PlaceOf(name)
+	sp, ok := p.(StorePlace)
+	if !ok {
+		return nil, errors.New("this place cannot hold a store")
+	}
+	if _, err := p.Parse(name); err != nil {
+		return nil, err
+	}
+	if err := Ready(p); err != nil {
+		return nil, err
+	}
+	url := DirURL(name)
+	if dir, _ := p.Parse(name); !dir {
+		if ok, err := p.Exists(name); err != nil {
+			return nil, err
+		} else if ok {
+			return nil, errors.New("is an object: a store is not written over one")
+		}
+	}
+	replaces := false
+	for _, err := range p.List(url) {
+		if err != nil {
+			return nil, err
+		}
+		replaces = true
+		break
+	}
+	if replaces {
+		d := &Dir{name: url, remote: sp, url: url}
+		if claims == nil || !claims(d) {
+			return nil, errors.New("is a prefix holding objects that are not a store of the output's format: not replaced")
+		}
+	}
+	HandleSignals()
+	ctx, cancel := context.WithCancel(context.Background())
+	o := &placeOutput{sp: sp, url: url, last: last, p: p, ctx: ctx, cancel: cancel, held: map[string][]byte{}, replaces: replaces}
+	o.cond = sync.NewCond(&o.mu)
+	remoteOutputs.Store(o, true)
+	return &DirOutput{name: name, remote: o}, nil
+}
+
+// Put sends a data object, or holds a metadata object for Commit. The
+// caller may reuse data once Put returns: it is copied.
+func (o *placeOutput) Put(key string, data []byte) error {
+	name, err := (&Dir{url: o.url}).remoteKey(key)
+	if err != nil {
+		return err
+	}
+	b := slices.Clone(data)
+	if b == nil {
+		b = []byte{}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err != nil {
+		return o.err
+	}
+	o.written += int64(len(b))
+	if o.last != nil && o.last(key) {
+		o.held[key] = b
+		return nil
+	}
+	for o.err == nil && o.inFlight > 0 && (o.inFlight >= max(ObjectOptions.Transfers, 1) || o.bytes+int64(len(b)) > putBudget) {
+		o.cond.Wait()
+	}
+	if o.err != nil {
+		return o.err
+	}
+	o.inFlight++
+	o.bytes += int64(len(b))
+	o.put = append(o.put, key) // before it is sent: an interrupted put is deleted too
+	go func() {
+		err := o.sp.PutObject(o.ctx, name, b)
+		o.mu.Lock()
+		if err != nil && o.err == nil {
+			o.err = fmt.Errorf("%s: %w", key, err)
+		}
+		o.inFlight--
+		o.bytes -= int64(len(b))
+		o.cond.Broadcast()
+		o.mu.Unlock()
+	}()
+	return nil
+}
+
+// wait waits for the puts under way; the first failure.
+func (o *placeOutput) wait() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for o.inFlight > 0 {
+		o.cond.Wait()
+	}
+	return o.err
+}
+
+func (o *placeOutput) commit() error {
+	defer remoteOutputs.Delete(o)
+	if err := o.wait(); err != nil {
+		o.abort()
+		return err
+	}
+	// The metadata, deepest first, the root's last: a group's members
+	// before the group, an array's before nothing.
+	keys := slices.SortedFunc(func(yield func(string) bool) {
+		for k := range o.held {
+			if !yield(k) {
+				return
+			}
+		}
+	}, func(a, b string) int {
+		if c := cmp.Compare(strings.Count(b, "/"), strings.Count(a, "/")); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	for i, k := range keys {
+		o.mu.Lock()
+		o.put = append(o.put, k)
+		if i == len(keys)-1 {
+			// From here on, a signal leaves the store: it may be there.
+			o.done = true
+		}
+		o.mu.Unlock()
+		if err := o.sp.PutObject(o.ctx, o.url+k, o.held[k]); err != nil {
+			o.mu.Lock()
+			o.done = false
+			o.mu.Unlock()
+			o.abort()
+			return fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	if !o.replaces {
+		return nil
+	}
+	return o.deleteStale()
+}
+
+// deleteStale deletes the objects under the prefix that this run did
+// not put: those of the store that was there before.
+func (o *placeOutput) deleteStale() error {
+	mine := make(map[string]bool, len(o.put))
+	for _, k := range o.put {
+		mine[o.url+k] = true
+	}
+	var stale []string
+	for e, err := range o.p.List(o.url) {
+		if err != nil {
+			return fmt.Errorf("listing the objects of the store that was there, to delete them: %w", err)
+		}
+		if !mine[e.Name] {
+			stale = append(stale, e.Name)
+		}
+	}
+	if err := deleteAll(context.Background(), o.sp, stale); err != nil {
+		return fmt.Errorf("deleting the objects of the store that was there: %w", err)
+	}
+	return nil
+}
+
+// abort stops the puts and deletes every object this run put, once: a
+// second caller (the run's own Abort after a signal's) waits for the
+// first. After a signal, the run's goroutines wait here for the
+// handler's exit, so that the run ends as signalled, with every
+// deletion done.
+func (o *placeOutput) abort() {
+	o.aborting.Do(o.deletePut)
+	if o.interrupted.Load() {
+		select {}
+	}
+}
+
+func (o *placeOutput) deletePut() {
+	o.cancel()
+	o.mu.Lock()
+	if o.err == nil {
+		o.err = errors.New("the store's output was abandoned")
+	}
+	o.mu.Unlock()
+	_ = o.wait()
+	o.mu.Lock()
+	names := make([]string, len(o.put))
+	for i, k := range o.put {
+		names[i] = o.url + k
+	}
+	o.put = nil
+	o.mu.Unlock()
+	_ = deleteAll(context.Background(), o.sp, names)
+	remoteOutputs.Delete(o)
+}
+
+// interrupt is abort for a signal: nothing once the root's metadata is
+// on its way (the store may be complete).
+func (o *placeOutput) interrupt() {
+	o.mu.Lock()
+	done := o.done
+	o.mu.Unlock()
+	if !done {
+		o.interrupted.Store(true)
+		o.aborting.Do(o.deletePut)
+	}
+}
+
+// deleteAll deletes names, up to --io-jobs at once; the first failure.
+func deleteAll(ctx context.Context, sp StorePlace, names []string) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		next int
+		fail error
+	)
+	for range min(max(ObjectOptions.Transfers, 1), len(names)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				if next == len(names) {
+					mu.Unlock()
+					return
+				}
+				n := names[next]
+				next++
+				mu.Unlock()
+				if err := sp.DeleteObject(ctx, n); err != nil {
+					mu.Lock()
+					fail = cmp.Or(fail, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return fail
+}
+
+// maxObject bounds Read of a store's object where the caller gives no
+// bound.
+const maxObject = math.MaxInt64 - 1

@@ -1,0 +1,246 @@
+package fileio
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"iter"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// memStore is a place of objects in memory (mem://B/KEY) that holds
+// stores, logging its PUTs and DELETEs in order.
+type memStore struct {
+	mu      sync.Mutex
+	objects map[string][]byte
+	log     []string
+	failPut string // a PUT of a name holding this fails
+}
+
+var memPlace = &memStore{objects: map[string][]byte{}}
+
+func init() { Register("mem://", memPlace) }
+
+func (m *memStore) reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.objects, m.log, m.failPut = map[string][]byte{}, nil, ""
+}
+
+func (m *memStore) Parse(name string) (bool, error) {
+	_, key, _ := strings.Cut(strings.TrimPrefix(name, "mem://"), "/")
+	return key == "" || strings.HasSuffix(key, "/"), nil
+}
+func (*memStore) Ready() error { return nil }
+func (*memStore) ReadFirst(string, []byte) (int, int64, error) {
+	return 0, 0, errors.ErrUnsupported
+}
+func (*memStore) Download(string, *os.File, int64, int64) error        { return errors.ErrUnsupported }
+func (*memStore) Writer(string, func() (*os.File, error)) ObjectWriter { return nil }
+func (*memStore) AbortAll()                                            {}
+func (m *memStore) Exists(name string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.objects[name]
+	return ok, nil
+}
+func (m *memStore) IsDir(name string) bool {
+	for e := range m.List(name) {
+		_ = e
+		return true
+	}
+	return false
+}
+func (m *memStore) List(name string) iter.Seq2[Entry, error] {
+	dir := DirURL(name)
+	m.mu.Lock()
+	var names []string
+	for k := range m.objects {
+		if strings.HasPrefix(k, dir) {
+			names = append(names, k)
+		}
+	}
+	m.mu.Unlock()
+	slices.Sort(names)
+	return func(yield func(Entry, error) bool) {
+		for _, k := range names {
+			if !yield(Entry{Name: k, Rel: strings.TrimPrefix(k, dir)}, nil) {
+				return
+			}
+		}
+	}
+}
+func (m *memStore) GetObject(_ context.Context, name string, limit int64) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.objects[name]
+	if !ok {
+		return nil, fs.ErrNotExist
+	}
+	return b, nil
+}
+func (m *memStore) GetObjectRange(ctx context.Context, name string, off, n int64) ([]byte, error) {
+	b, err := m.GetObject(ctx, name, 1<<40)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	return b[off : off+n], nil
+}
+func (m *memStore) ObjectSize(ctx context.Context, name string) (int64, error) {
+	b, err := m.GetObject(ctx, name, 1<<40)
+	return int64(len(b)), err
+}
+func (*memStore) ListChildren(context.Context, string) ([]string, error) {
+	return nil, errors.ErrUnsupported
+}
+func (m *memStore) PutObject(_ context.Context, name string, data []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failPut != "" && strings.Contains(name, m.failPut) {
+		return errors.New("refused")
+	}
+	m.objects[name] = data
+	m.log = append(m.log, "PUT "+strings.TrimPrefix(name, "mem://b/s.zarr/"))
+	return nil
+}
+func (m *memStore) DeleteObject(_ context.Context, name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.objects, name)
+	m.log = append(m.log, "DELETE "+strings.TrimPrefix(name, "mem://b/s.zarr/"))
+	return nil
+}
+
+func (m *memStore) keys() []string {
+	var keys []string
+	for e := range m.List("mem://b/s.zarr/") {
+		keys = append(keys, e.Rel)
+	}
+	return keys
+}
+
+func isMeta(key string) bool { return path.Base(key) == "meta" }
+
+func claimsMeta(d *Dir) bool {
+	_, err := d.Size("meta")
+	return err == nil
+}
+
+// TestPlaceOutputOrder: a store written to a place puts its data
+// objects first and its metadata objects at Commit, deepest first and
+// the root's last; a store already there loses, after that, the objects
+// the new one does not have.
+func TestPlaceOutputOrder(t *testing.T) {
+	memPlace.reset()
+	memPlace.objects["mem://b/s.zarr/meta"] = []byte("old")
+	memPlace.objects["mem://b/s.zarr/c/9"] = []byte("old chunk")
+	memPlace.objects["mem://b/s.zarr/a/meta"] = []byte("old member")
+	o, err := CreateStore("mem://b/s.zarr", claimsMeta, isMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"meta", "x/y/meta", "x/y/c/0", "x/meta", "c/0", "c/1"} {
+		if err := o.Put(k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	log := memPlace.log
+	var data, meta, deleted []string
+	for _, l := range log {
+		switch {
+		case strings.HasPrefix(l, "DELETE "):
+			deleted = append(deleted, l)
+		case isMeta(strings.TrimPrefix(l, "PUT ")):
+			meta = append(meta, l)
+		default:
+			if len(meta) > 0 {
+				t.Fatalf("data object put after metadata: %q", log)
+			}
+			data = append(data, l)
+		}
+	}
+	slices.Sort(data)
+	slices.Sort(deleted)
+	if want := []string{"PUT c/0", "PUT c/1", "PUT x/y/c/0"}; !slices.Equal(data, want) {
+		t.Errorf("data puts %q, want %q", data, want)
+	}
+	if want := []string{"PUT x/y/meta", "PUT x/meta", "PUT meta"}; !slices.Equal(meta, want) {
+		t.Errorf("metadata puts %q, want %q (deepest first, root last)", meta, want)
+	}
+	if want := []string{"DELETE a/meta", "DELETE c/9"}; !slices.Equal(deleted, want) {
+		t.Errorf("deleted %q, want %q", deleted, want)
+	}
+	if i := slices.Index(log, "PUT meta"); i > slices.Index(log, "DELETE c/9") {
+		t.Errorf("the old store's objects deleted before the new root metadata: %q", log)
+	}
+	if want := []string{"c/0", "c/1", "meta", "x/meta", "x/y/c/0", "x/y/meta"}; !slices.Equal(memPlace.keys(), want) {
+		t.Errorf("objects %q, want %q", memPlace.keys(), want)
+	}
+}
+
+// TestPlaceOutputAbort: a failed data PUT fails the next Put or Commit,
+// and every object the run put is deleted, no metadata put; Abort does
+// the same; a store already there keeps its objects but those the run
+// overwrote.
+func TestPlaceOutputAbort(t *testing.T) {
+	for _, fail := range []bool{true, false} {
+		memPlace.reset()
+		memPlace.objects["mem://b/other"] = []byte("beside")
+		o, err := CreateStore("mem://b/s.zarr/", claimsMeta, isMeta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fail {
+			memPlace.failPut = "c/2"
+		}
+		var perr error
+		for _, k := range []string{"c/0", "c/1", "meta", "c/2"} {
+			if perr = o.Put(k, []byte(k)); perr != nil {
+				break
+			}
+		}
+		if fail {
+			err := o.Commit()
+			if err == nil || !strings.Contains(err.Error(), "c/2: refused") {
+				t.Fatalf("commit after a failed put: %v, %v", perr, err)
+			}
+		} else {
+			o.Abort()
+		}
+		if keys := memPlace.keys(); len(keys) != 0 {
+			t.Errorf("fail %v: objects left: %q", fail, keys)
+		}
+		if slices.ContainsFunc(memPlace.log, func(l string) bool { return l == "PUT meta" }) {
+			t.Errorf("fail %v: metadata put: %q", fail, memPlace.log)
+		}
+		if _, ok := memPlace.objects["mem://b/other"]; !ok {
+			t.Errorf("fail %v: an object beside the store was deleted", fail)
+		}
+	}
+}
+
+// TestPlaceOutputRefused: a prefix holding objects that are not a store,
+// or an object of the store's name, is refused before any PUT.
+func TestPlaceOutputRefused(t *testing.T) {
+	memPlace.reset()
+	memPlace.objects["mem://b/s.zarr/notes.txt"] = []byte("x")
+	if _, err := CreateStore("mem://b/s.zarr", claimsMeta, isMeta); err == nil || !strings.Contains(err.Error(), "not a store") {
+		t.Errorf("a prefix of other objects: %v", err)
+	}
+	memPlace.reset()
+	memPlace.objects["mem://b/s.zarr"] = []byte("x")
+	if _, err := CreateStore("mem://b/s.zarr", claimsMeta, isMeta); err == nil || !strings.Contains(err.Error(), "is an object") {
+		t.Errorf("an object of the store's name: %v", err)
+	}
+	if len(memPlace.log) != 0 {
+		t.Errorf("requests sent: %q", memPlace.log)
+	}
+}
