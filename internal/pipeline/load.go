@@ -382,8 +382,8 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 		}
 		t.Header, t.Stored = p.Header, &p
 		t.Data, t.dataOff, t.inFile = in.Data[p.DataOffset:], p.DataOffset, true
-	case f.Shard:
-		return decodeTar(f.Kind, src, in)
+	case f.Shard != nil:
+		return decodeShard(f, src, in)
 	case f.Open != nil:
 		// A container (npz, safetensors, and any format registered with
 		// Open).

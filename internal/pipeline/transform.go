@@ -90,7 +90,7 @@ func Transform(opts Options) (*Result, error) {
 			// A shard's names are carried as bytes, whatever they hold.
 			return nil, pathErr(opts.Path, errors.New("--rename-member renames members of a container output; a tar shard's members keep their names, as their bytes"))
 		}
-		return transformTar(opts, shard)
+		return transformShard(opts, shard)
 	}
 	src := opts.Source
 	if src.Threads == 0 {
@@ -110,7 +110,7 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 	var err error
 	t := ts[0]
 	to := outputKind(opts.To, opts.Output, t.Kind)
-	if f := format.Lookup(to); f != nil && f.Shard {
+	if f := format.Lookup(to); f != nil && f.Shard != nil {
 		return nil, pathErr(opts.Path, errors.New("a tar output is made from a tar shard (its members worked on); make a shard with tar or Python's tarfile"))
 	}
 	if len(opts.Members) > 0 && !format.IsContainer(t.Kind) {
