@@ -28,10 +28,10 @@ func newInfoCmd(s *streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "info [flags] INPUT|DIR...",
 		Short: "Describe tensor files: shape, dtype, order and sizes",
-		Long: `Describe tensor files: shape, dtype (numpy name and npy descr), byte
-order, C or Fortran order, npy version, header, data and file bytes, and
+		Long: `Describe tensor files: shape, dtype (numpy name and ` + plainKind() + ` descr), byte
+order, C or Fortran order, ` + plainKind() + ` version, header, data and file bytes, and
 element count. Only headers are read: a file of any size is described at
-once (a JSON input is decoded).
+once (an input that must be decoded, a text one, is read whole).
 
 With -b BLOCK, also say for space-to-depth and depth-to-space, in both
 orders (dcr, crd) and both layouts (nchw, nhwc), whether the operation is
@@ -43,8 +43,8 @@ tensor under it is described on one line: path, format, dtype, shape,
 order (C or F) and data bytes. A directory or s3:// prefix holding no
 tensor file is an error.
 
-An npz archive is described member by member. --json prints one JSON
-array with one object per tensor (per input, or per npz member), in the
+A container is described member by member. --json prints one JSON
+array with one object per tensor (per input, or per container member), in the
 order given; an input that cannot be read is an object with "path" and
 "error".
 A bad input is reported on standard error and the others are still
@@ -72,7 +72,7 @@ described; the exit status is then 2.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.BoolVar(&f.json, "json", false, "print a JSON array, one object per input (per npz member, per file of a DIR)")
+	fl.BoolVar(&f.json, "json", false, "print a JSON array, one object per input (per container member, per file of a DIR)")
 	fl.StringVarP(&f.block, "block", "b", "", "also tell which operations are possible with this block (2 or 2x3)")
 	f.inputFlags.register(fl, "describe only the members whose names match")
 	registerCompletions(cmd)

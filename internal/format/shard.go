@@ -23,6 +23,9 @@ type ShardFormat struct {
 	// are in b, and says how many tensors the member holds. A shard
 	// without a tensor is an error.
 	Members func(b []byte, visit func(m ShardMember) (tensors int, err error)) error
+	// Making tells how a user makes a shard, for the refusal of an
+	// output of this format from another input.
+	Making string
 }
 
 // ShardJob is one shard to copy through MemberWork.

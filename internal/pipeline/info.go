@@ -12,7 +12,7 @@ import (
 // with --json, exactly this struct marshalled.
 type Info struct {
 	Path   string `json:"path"`
-	Format string `json:"format"` // npy, raw, json, npz, onnx or safetensors
+	Format string `json:"format"` // the format's name (format.Kind)
 	// Name is an npz member's name (one Info per member) or an ONNX
 	// tensor's name; Compressed says an npz member is deflated.
 	Name       string `json:"name,omitempty"`

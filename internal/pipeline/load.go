@@ -363,7 +363,7 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 		} else if len(in.Data) == 0 {
 			return nil, errors.New("empty input")
 		} else {
-			return nil, errors.New("cannot tell the format (not npy, not JSON); use --from, or --dtype and --shape for raw data")
+			return nil, unknownFormat()
 		}
 	}
 	d, err := src.description()
@@ -512,6 +512,17 @@ func archiveTensors(f *format.Format, ar *format.Archive, in *fileio.Input, want
 	}
 	sh.refs.Store(int32(len(container.members)))
 	return container, nil
+}
+
+// unknownFormat is the error for an input no format claims by its
+// extension or its first bytes.
+func unknownFormat() error {
+	by := format.Names(func(f *format.Format) bool { return f.Sniff != nil })
+	msg := fmt.Sprintf("cannot tell the format (its first bytes are not those of %s); use --from", format.Either(by))
+	if f := format.BareFormat(); f != nil {
+		msg += fmt.Sprintf(", or --dtype and --shape for %s data", f.Kind)
+	}
+	return errors.New(msg)
 }
 
 // containerName says what a container input is, for messages.
