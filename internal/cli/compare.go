@@ -176,6 +176,7 @@ output carries the text or --json report.`,
 	}
 	fl.BoolVar(&f.infEqual, "infinities-compare-equal", false, "with --compare-func l2, psnr or snr, the same infinity on both sides is an error of 0, not NaN (simple mode already takes it as equal)")
 	f.inputFlags.register(fl, "compare only the members whose names match, on both sides")
+	withoutBatch(fl)
 	registerCompletions(cmd)
 	return cmd
 }

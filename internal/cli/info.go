@@ -75,6 +75,7 @@ described; the exit status is then 2.`,
 	fl.BoolVar(&f.json, "json", false, "print a JSON array, one object per input (per container member, per file of a DIR)")
 	fl.StringVarP(&f.block, "block", "b", "", "also tell which operations are possible with this block (2 or 2x3)")
 	f.inputFlags.register(fl, "describe only the members whose names match")
+	withoutBatch(fl)
 	registerCompletions(cmd)
 	return cmd
 }
@@ -198,8 +199,8 @@ func isDir(path string) bool {
 // (and npz member), format, dtype, shape, order, data bytes.
 func writeInfoLine(tw io.Writer, in *pipeline.Info) {
 	name := in.Path
-	if in.Name != "" {
-		name += ":" + in.Name
+	if in.Name != nil {
+		name += ":" + *in.Name
 	}
 	// Escaped (%q) when it holds a tab, a newline or any other control:
 	// the row stays one row and its columns stay aligned.
@@ -234,8 +235,8 @@ func writeInfo(w io.Writer, in *pipeline.Info) error {
 	if in.Path == "-" {
 		name = "stdin"
 	}
-	if in.Name != "" {
-		name += fmt.Sprintf(" (%s %q)", map[bool]string{true: "member", false: "tensor"}[format.IsContainer(format.Kind(in.Format))], in.Name)
+	if in.Name != nil {
+		name += fmt.Sprintf(" (%s %q)", map[bool]string{true: "member", false: "tensor"}[format.IsContainer(format.Kind(in.Format))], *in.Name)
 	}
 	b.WriteString(name + "\n")
 	row := func(k, v string) { fmt.Fprintf(&b, "  %-14s %s\n", k, v) }

@@ -268,7 +268,7 @@ func decodeShard(f *format.Format, src Source, in *fileio.Input) (*Tensor, error
 		}
 		for _, m := range ts {
 			// The member's data is in the shard's file, sm.Off bytes in.
-			m.input, m.shared, m.Stream = in, sh, nil
+			m.input, m.shared, m.Stream, m.member = in, sh, nil, true
 			m.dataOff += sm.Off
 			container.members = append(container.members, m)
 		}

@@ -113,7 +113,7 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 	if f := format.Lookup(to); f != nil && f.Shard != nil {
 		return nil, pathErr(opts.Path, fmt.Errorf("a %s output is made from %s (its members worked on); %s", f.Kind, f.Noun, f.Shard.Making))
 	}
-	if len(opts.Members) > 0 && !format.IsContainer(t.Kind) {
+	if len(opts.Members) > 0 && len(ts) == 1 && !t.member {
 		return nil, pathErr(opts.Path, fmt.Errorf("--member picks members of a container input (%s); this is one %s tensor", strings.Join(format.Names(format.IsContainerFormat), ", "), t.Kind))
 	}
 	if len(opts.Members) > 0 && !format.IsContainer(to) {
