@@ -17,7 +17,7 @@ type Info struct {
 	// or an ONNX tensor's name; nil for a tensor without one. Compressed
 	// says an npz member is deflated.
 	Name       *string `json:"name,omitempty"`
-	Compressed bool   `json:"compressed,omitempty"`
+	Compressed bool    `json:"compressed,omitempty"`
 	// Version is the version of the header the tensor's data follow in
 	// the file ("1.0", "2.0" or "3.0" for npy files and npz members), and
 	// Stored that header's format; the JSON key keeps its first name.
