@@ -40,6 +40,8 @@ func TestRegistryEverywhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := out("--help")
+	_, memberNames, _ := bytes.Cut(docs, []byte("\n## Member names\n"))
+	memberNames, _, _ = bytes.Cut(memberNames, []byte("\n## "))
 	dir := t.TempDir()
 	for _, f := range format.All() {
 		name := string(f.Kind)
@@ -51,6 +53,9 @@ func TestRegistryEverywhere(t *testing.T) {
 		}
 		if !bytes.Contains(docs, []byte("| `"+name+"` |")) {
 			t.Errorf("%s: missing from docs/formats.md's table", name)
+		}
+		if f.Container && !bytes.Contains(memberNames, []byte("\n| "+name+" |")) {
+			t.Errorf("%s: a container missing from docs/formats.md's Member names table", name)
 		}
 		for _, cmd := range []string{"s2d", "d2s", "reorder", "convert", "info", "compare"} {
 			if !strings.Contains(flagHelp(cmd, "from"), " "+name) {

@@ -98,8 +98,13 @@ func checkName(name string) error {
 	if name == "" || path.Clean(name) != name || strings.HasPrefix(name, "/") || strings.HasPrefix(name, "../") || name == ".." {
 		return fmt.Errorf("member name %q is not a path of an array in a Zarr group", name)
 	}
+	// Zarr v3's node names (core spec, "Node names") are not empty, hold
+	// no "/", are not periods alone, and do not start with "__", which is
+	// reserved; v2 keeps the names of its metadata objects (.zarray,
+	// .zgroup, .zattrs). A node named "c" is a group's child like any
+	// other: "c" is a chunk key's prefix inside an array only.
 	for _, part := range strings.Split(name, "/") {
-		if part == "." || part == ".." || strings.HasPrefix(part, ".z") || part == "zarr.json" || part == "c" {
+		if strings.Trim(part, ".") == "" || strings.HasPrefix(part, ".z") || part == "zarr.json" || strings.HasPrefix(part, "__") {
 			return fmt.Errorf("member name %q: %q is a name Zarr keeps for itself", name, part)
 		}
 	}
