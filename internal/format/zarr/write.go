@@ -490,7 +490,18 @@ func (sw *storeWriter) encodeChunk(b []byte, typesize int) ([]byte, error) {
 // zstdEncoder is shared: EncodeAll is safe from several goroutines.
 // Single segment: every frame then states its content size, which
 // numcodecs' Zstd needs to decode it (a small frame otherwise has none).
-var zstdEncoder, _ = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithSingleSegment(true))
+// It is made on first use: made at start, it was most of this package's
+// initialisation in every run, Zarr or not (docs/performance.md,
+// Start-up).
+var zstdEncoder = lazyEncoder{sync.OnceValue(func() *zstd.Encoder {
+	e, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithSingleSegment(true))
+	return e
+})}
+
+// lazyEncoder is a zstd encoder made when first asked for.
+type lazyEncoder struct{ encoder func() *zstd.Encoder }
+
+func (l lazyEncoder) EncodeAll(src, dst []byte) []byte { return l.encoder().EncodeAll(src, dst) }
 
 // slabWriter takes an array's C-order bytes and, each time a slab is
 // full, encodes its units (chunks or shards) and puts them. A slab is one
