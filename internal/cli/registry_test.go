@@ -118,7 +118,8 @@ func formatLists() (names, exts [][]string) {
 		func(f *format.Format) bool { return f.InPlace != nil },
 		func(f *format.Format) bool { return f.Sniff != nil },
 		func(f *format.Format) bool { return f.Open != nil },
-		func(f *format.Format) bool { return f.Create != nil }} {
+		func(f *format.Format) bool { return f.Create != nil },
+		isStore} {
 		names = append(names, format.Names(keep))
 		var e []string
 		for _, f := range format.All() {
