@@ -107,7 +107,7 @@ func (l *lister) next() (item, bool) {
 		// The failure is this input's, the one skipped: it names it, the
 		// output and the input written there.
 		it.err = &pipeline.PathError{Path: it.input, Err: fmt.Errorf(
-			"not written: its output %s is %s's (inputs with the same relative path): run them in separate batches or to separate --out-dir",
+			"not written: its output %s is %s's (both relative paths give that output name): run them in separate batches or to separate --out-dir",
 			it.output, other)}
 		return it, true
 	}

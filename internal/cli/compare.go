@@ -72,7 +72,7 @@ inputs are compared element by element in logical order. Inputs are
 mapped, not loaded, so they may be larger than memory; -j goroutines share
 the work and the report does not depend on their number.
 
-Containers (` + containerList() + `: a tar shard by its tensor members) are compared
+Containers (` + containerList() + `: a shard by its tensor members) are compared
 member by member, matched by name; a member only one side has makes them
 different. Two directories are compared file by file, paired by relative
 path, a file only one side has being a difference. A directory against a
@@ -161,7 +161,7 @@ output carries the text or --json report.`,
 	fl.StringArrayVar(&f.atol, "atol", nil, "absolute tolerance [NAME:]A: compare values with numpy's isclose rule; NAME: for one member of archives (repeatable)")
 	fl.StringVar(&f.stat, "check-error-stat", "elemwise", "what must stay within tolerance: elemwise (every element), or that statistic of the errors: max, mean, median, quantile")
 	fl.Float64Var(&f.quantile, "error-quantile", 0.99, "the quantile --check-error-stat quantile checks (numpy's quantile, method linear)")
-	fl.StringVar(&f.diffImage, "diff-image", "", "write a PNG heat map of |B - A| over the two last axes (the largest over the others): black 0, white the largest")
+	fl.StringVar(&f.diffImage, "diff-image", "", "write a "+strings.ToUpper(imageKind())+" heat map of |B - A| over the two last axes (the largest over the others): black 0, white the largest")
 	fl.BoolVar(&f.json, "json", false, "print the report as one JSON object")
 	fl.StringVar(&f.junit, "junit", "", "also write a JUnit XML report to this file, for CI: one test case per member or file pair, a failure for each that differs")
 	fl.IntVar(&f.maxReport, "max-report", compare.DefaultMaxReport, "how many differences to list (the first by index)")
@@ -176,6 +176,7 @@ output carries the text or --json report.`,
 	}
 	fl.BoolVar(&f.infEqual, "infinities-compare-equal", false, "with --compare-func l2, psnr or snr, the same infinity on both sides is an error of 0, not NaN (simple mode already takes it as equal)")
 	f.inputFlags.register(fl, "compare only the members whose names match, on both sides")
+	withoutBatch(fl)
 	registerCompletions(cmd)
 	return cmd
 }

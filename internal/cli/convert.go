@@ -66,9 +66,9 @@ func newConvertCmd(s *streams) *cobra.Command {
 	longLazily(cmd, func() string {
 		return `Rewrite a tensor in another format (` + formatList() + `) with the
 same dtype, shape and values. The output is always C order: a
-Fortran-order npy input is reordered. Binary outputs hold exactly the
-input's element bytes (the npy descr is kept, byte order included); JSON
-follows the text rules of docs/formats.md. A container (` + containerList() + `)
+Fortran-order input is reordered. Binary outputs hold exactly the
+input's element bytes (the dtype is kept, byte order included); text
+follows the rules of docs/formats.md. A container (` + containerList() + `)
 is converted member by member, names kept.
 
 The output format is --to, else OUTPUT's extension, else the input's

@@ -29,8 +29,8 @@ type inputFlags struct {
 // members it picks (and with the others).
 func (f *inputFlags) register(fl *pflag.FlagSet, member string) {
 	fl.StringVar(&f.from, "from", "", "input format: "+format.Either(format.Names(nil))+" (default: by extension, then by content)")
-	fl.StringVar(&f.dtype, "dtype", "", "element type of raw input or a bare JSON array (float32, uint8, f4, >i2, bfloat16, FLOAT16, ...)")
-	fl.StringVar(&f.shape, "shape", "", "shape of raw input, as D1,D2,...")
+	fl.StringVar(&f.dtype, "dtype", "", "element type of an input that does not say it: "+bareKind()+" data, a bare array of numbers (float32, uint8, f4, >i2, bfloat16, FLOAT16, ...)")
+	fl.StringVar(&f.shape, "shape", "", "shape of "+bareKind()+" input, as D1,D2,...")
 	fl.StringArrayVar(&f.members, "member", nil, "in a container input ("+containerList()+"), "+member+" (a glob, repeatable)")
 	objectFlags(fl) // objectflags.go: --no-sign-request, --io-jobs
 }
@@ -159,6 +159,32 @@ func renameSide(s, end string) (name, rest string, ok bool) {
 // or dng".
 func formatList() string { return format.Either(format.Names(nil)) }
 
+// bareKind names the format of input with no header (--dtype and
+// --shape describe it).
+func bareKind() string {
+	if f := format.BareFormat(); f != nil {
+		return string(f.Kind)
+	}
+	return "headerless"
+}
+
+// plainKind names the format info's descr and version are of: the one a
+// tensor is written in when its own format cannot be.
+func plainKind() string {
+	if f := format.Plain(); f != nil {
+		return string(f.Kind)
+	}
+	return "the tensor's"
+}
+
+// imageKind names the format of compare's difference images.
+func imageKind() string {
+	if f := format.ImageFormat(); f != nil {
+		return string(f.Kind)
+	}
+	return "image"
+}
+
 // containerList is the registered containers for prose: "npz,
 // safetensors, tar, polygraphy".
 func containerList() string { return strings.Join(format.Names(format.IsContainerFormat), ", ") }
@@ -221,7 +247,7 @@ func registerCompletions(cmd *cobra.Command) {
 		"hwc\tno batch axis, channels last", "hw\ta bare mosaic or gray image"))
 	_ = cmd.RegisterFlagCompletionFunc("block-order", fixed("row-major\tthe default", "col-major\tfirst spatial axis fastest (YOLOv5 Focus)",
 		"rggb\tBayer RGGB: groups R,G,G,B", "bggr\tBayer BGGR: groups R,G,G,B", "grbg\tBayer GRBG: groups R,G,G,B", "gbrg\tBayer GBRG: groups R,G,G,B",
-		"cfa\tthe Bayer pattern read from the file (DNG): groups R,G,G,B", "0,1,3,2\tSID pack_raw: R,G,B,G of RGGB"))
+		"cfa\tthe Bayer pattern read from the file (camera raw): groups R,G,G,B", "0,1,3,2\tSID pack_raw: R,G,B,G of RGGB"))
 	_ = cmd.RegisterFlagCompletionFunc("from", fixed(formatChoices(nil)...))
 	_ = cmd.RegisterFlagCompletionFunc("to", fixed(formatChoices(format.Writable)...))
 	_ = cmd.RegisterFlagCompletionFunc("block", fixed("2", "3", "4", "2x2", "2x3"))

@@ -28,10 +28,10 @@ func newInfoCmd(s *streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "info [flags] INPUT|DIR...",
 		Short: "Describe tensor files: shape, dtype, order and sizes",
-		Long: `Describe tensor files: shape, dtype (numpy name and npy descr), byte
-order, C or Fortran order, npy version, header, data and file bytes, and
+		Long: `Describe tensor files: shape, dtype (numpy name and ` + plainKind() + ` descr), byte
+order, C or Fortran order, ` + plainKind() + ` version, header, data and file bytes, and
 element count. Only headers are read: a file of any size is described at
-once (a JSON input is decoded).
+once (an input that must be decoded, a text one, is read whole).
 
 With -b BLOCK, also say for space-to-depth and depth-to-space, in both
 orders (dcr, crd) and both layouts (nchw, nhwc), whether the operation is
@@ -43,8 +43,8 @@ tensor under it is described on one line: path, format, dtype, shape,
 order (C or F) and data bytes. A directory or s3:// prefix holding no
 tensor file is an error.
 
-An npz archive is described member by member. --json prints one JSON
-array with one object per tensor (per input, or per npz member), in the
+A container is described member by member. --json prints one JSON
+array with one object per tensor (per input, or per container member), in the
 order given; an input that cannot be read is an object with "path" and
 "error".
 A bad input is reported on standard error and the others are still
@@ -72,9 +72,10 @@ described; the exit status is then 2.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.BoolVar(&f.json, "json", false, "print a JSON array, one object per input (per npz member, per file of a DIR)")
+	fl.BoolVar(&f.json, "json", false, "print a JSON array, one object per input (per container member, per file of a DIR)")
 	fl.StringVarP(&f.block, "block", "b", "", "also tell which operations are possible with this block (2 or 2x3)")
 	f.inputFlags.register(fl, "describe only the members whose names match")
+	withoutBatch(fl)
 	registerCompletions(cmd)
 	return cmd
 }
@@ -198,8 +199,8 @@ func isDir(path string) bool {
 // (and npz member), format, dtype, shape, order, data bytes.
 func writeInfoLine(tw io.Writer, in *pipeline.Info) {
 	name := in.Path
-	if in.Name != "" {
-		name += ":" + in.Name
+	if in.Name != nil {
+		name += ":" + *in.Name
 	}
 	// Escaped (%q) when it holds a tab, a newline or any other control:
 	// the row stays one row and its columns stay aligned.
@@ -234,8 +235,8 @@ func writeInfo(w io.Writer, in *pipeline.Info) error {
 	if in.Path == "-" {
 		name = "stdin"
 	}
-	if in.Name != "" {
-		name += fmt.Sprintf(" (%s %q)", map[bool]string{true: "member", false: "tensor"}[format.IsContainer(format.Kind(in.Format))], in.Name)
+	if in.Name != nil {
+		name += fmt.Sprintf(" (%s %q)", map[bool]string{true: "member", false: "tensor"}[format.IsContainer(format.Kind(in.Format))], *in.Name)
 	}
 	b.WriteString(name + "\n")
 	row := func(k, v string) { fmt.Fprintf(&b, "  %-14s %s\n", k, v) }

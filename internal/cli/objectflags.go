@@ -20,6 +20,13 @@ func objectFlags(fl *pflag.FlagSet) {
 	fl.IntVar(&fileio.ObjectOptions.Transfers, "io-jobs", defaultIOJobs, "s3://: files a batch keeps in flight (`N`), downloading, computing or uploading; apart from -j, which counts CPU threads")
 }
 
+// withoutBatch rewrites --io-jobs's help for a command that has no
+// batch (info, compare): the flag is taken, as on every command that
+// reads tensors, and checked, but only a batch keeps files in flight.
+func withoutBatch(fl *pflag.FlagSet) {
+	fl.Lookup("io-jobs").Usage = "s3://: the files a batch (--out-dir) keeps in flight (`N`); taken here, as on every command that reads tensors, and unused: this command has no batch"
+}
+
 // checkObjectFlags refuses values the object flags cannot mean: no file
 // in flight would be no batch at all, and quietly taking -j instead
 // would hide the mistake.

@@ -206,7 +206,7 @@ depth-to-space is the exact inverse with the same --order.`
 	fl.StringVarP(&f.block, "block", "b", "", "block size: one edge for every spatial axis (2) or one per axis (2x3)")
 	fl.StringVar(&f.order, "order", "dcr", "channel order: dcr (depth-column-row, blocks-first) or crd (column-row-depth, depth-first)")
 	fl.StringVar(&f.layout, "layout", "nchw", "tensor layout: nchw (channels-first), nhwc (channels-last), chw or hwc (no batch axis), hw (a bare mosaic or gray image; its depth side is hwc)")
-	fl.StringVar(&f.blockOrder, "block-order", "row-major", "which block offset each channel group holds: row-major, col-major (YOLOv5 Focus), a Bayer pattern rggb|bggr|grbg|gbrg (groups R,G,G,B), cfa (the pattern a DNG input holds), or a permutation p0,p1,... (SID pack_raw: 0,1,3,2)")
+	fl.StringVar(&f.blockOrder, "block-order", "row-major", "which block offset each channel group holds: row-major, col-major (YOLOv5 Focus), a Bayer pattern rggb|bggr|grbg|gbrg (groups R,G,G,B), cfa (the pattern a camera raw input holds), or a permutation p0,p1,... (SID pack_raw: 0,1,3,2)")
 	if k.op == ops.SpaceToDepth {
 		fl.BoolVar(&f.crop, "crop", false, "drop the trailing rows/columns that do not fill a block (numpy x[..., :H//b*b, :W//b*b]); stderr says how many")
 		fl.StringVar(&f.pad, "pad", "", "extend each spatial axis at its end to a multiple of the block: zero, edge or reflect (numpy.pad constant, edge, reflect)")

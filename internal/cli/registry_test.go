@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,19 +12,8 @@ import (
 
 	"github.com/depthspace/depthspace/internal/format"
 	"github.com/depthspace/depthspace/internal/walk"
+	"github.com/spf13/cobra"
 )
-
-// registryList says whether words are, in order, the registry's list of
-// the formats of some kind: all of them, the writable ones, the
-// containers.
-func registryList(words []string) bool {
-	for _, keep := range []func(*format.Format) bool{nil, format.Writable, format.IsContainerFormat} {
-		if slices.Equal(words, format.Names(keep)) {
-			return true
-		}
-	}
-	return false
-}
 
 // TestRegistryEverywhere: every registered format appears in every list
 // a user sees, so that registering a format is all it takes. A format
@@ -50,26 +40,8 @@ func TestRegistryEverywhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := out("--help")
-	// A list of formats in a command's prose ("npy, raw, json") is the
-	// registry's whole list, never a hand-written part of it.
-	names := map[string]bool{}
-	for _, n := range format.Names(nil) {
-		names[n] = true
-	}
-	list := regexp.MustCompile(`[a-z0-9]+(?:, [a-z0-9]+)+(?:,? or [a-z0-9]+)?`)
-	for _, cmd := range []string{"s2d", "d2s", "reorder", "convert", "info", "compare"} {
-		help := strings.Join(strings.Fields(out(cmd, "--help")), " ")
-		for _, l := range list.FindAllString(help, -1) {
-			words := strings.FieldsFunc(strings.ReplaceAll(l, " or ", ","), func(r rune) bool { return r == ',' || r == ' ' })
-			all := true
-			for _, w := range words {
-				all = all && names[w]
-			}
-			if all && !registryList(words) {
-				t.Errorf("%s --help lists formats by hand: %q (the registry's: %s)", cmd, l, formatList())
-			}
-		}
-	}
+	_, memberNames, _ := bytes.Cut(docs, []byte("\n## Member names\n"))
+	memberNames, _, _ = bytes.Cut(memberNames, []byte("\n## "))
 	dir := t.TempDir()
 	for _, f := range format.All() {
 		name := string(f.Kind)
@@ -81,6 +53,9 @@ func TestRegistryEverywhere(t *testing.T) {
 		}
 		if !bytes.Contains(docs, []byte("| `"+name+"` |")) {
 			t.Errorf("%s: missing from docs/formats.md's table", name)
+		}
+		if f.Container && !bytes.Contains(memberNames, []byte("\n| "+name+" |")) {
+			t.Errorf("%s: a container missing from docs/formats.md's Member names table", name)
 		}
 		for _, cmd := range []string{"s2d", "d2s", "reorder", "convert", "info", "compare"} {
 			if !strings.Contains(flagHelp(cmd, "from"), " "+name) {
@@ -126,6 +101,129 @@ func TestRegistryEverywhere(t *testing.T) {
 			if n := "x" + string(f.Kind) + e; !walked[n] {
 				t.Errorf("%s: a directory walk leaves out %s", f.Kind, n)
 			}
+		}
+	}
+}
+
+// formatLists are the lists of formats a user may be shown, each from
+// the registry: a hand-written list must be one of them, in order.
+func formatLists() (names, exts [][]string) {
+	for _, keep := range []func(*format.Format) bool{nil, format.Writable, format.IsContainerFormat,
+		// The formats of a capability, as design.md and the help name
+		// them.
+		func(f *format.Format) bool { return f.InTar },
+		func(f *format.Format) bool { return f.Decode != nil },
+		func(f *format.Format) bool { return f.Preamble != nil },
+		func(f *format.Format) bool { return f.Encode != nil },
+		func(f *format.Format) bool { return f.InPlace != nil },
+		func(f *format.Format) bool { return f.Sniff != nil },
+		func(f *format.Format) bool { return f.Open != nil },
+		func(f *format.Format) bool { return f.Create != nil },
+		isStore} {
+		names = append(names, format.Names(keep))
+		var e []string
+		for _, f := range format.All() {
+			if keep == nil || keep(f) {
+				for _, x := range f.Exts {
+					if !slices.Contains(e, x) {
+						e = append(e, x)
+					}
+				}
+			}
+		}
+		exts = append(exts, e)
+	}
+	for _, f := range format.All() {
+		exts = append(exts, f.Exts) // a format's own, as the root's table shows them
+	}
+	return names, exts
+}
+
+// aside is a parenthesis that says more of a list's item.
+var aside = regexp.MustCompile(` \([^()]*\)`)
+
+// handWritten returns the lists of formats or of their extensions in
+// text that are not one of the registry's lists: lists of at least
+// `least` items (words, or extensions each perhaps followed by an aside)
+// separated by commas, semicolons, "or" or "and".
+func handWritten(text string, least int) []string {
+	more := fmt.Sprintf("{%d,}", least-1)
+	nameList := regexp.MustCompile("`?[A-Za-z][A-Za-z0-9]*`?(?:(?:[,;] (?:or |and )?| or | and )`?[A-Za-z][A-Za-z0-9]*`?)" + more)
+	extList := regexp.MustCompile("`?\\.[a-z0-9]+`?(?: \\([^()]*\\))?(?:(?:[,;] (?:or |and )?| or | and | )`?\\.[a-z0-9]+`?(?: \\([^()]*\\))?)" + more)
+	text = strings.Join(strings.Fields(text), " ")
+	names, exts := formatLists()
+	known := map[string]bool{}
+	for _, n := range names[0] {
+		known[n] = true
+	}
+	for _, e := range exts[0] {
+		known[e] = true
+	}
+	items := func(l string) []string {
+		l = aside.ReplaceAllString(l, "")
+		return strings.FieldsFunc(strings.ToLower(strings.NewReplacer(" or ", ",", " and ", ",", "`", "", ";", ",").Replace(l)),
+			func(r rune) bool { return r == ',' || r == ' ' })
+	}
+	var bad []string
+	for _, c := range []struct {
+		re    *regexp.Regexp
+		lists [][]string
+	}{{nameList, names}, {extList, exts}} {
+		for _, l := range c.re.FindAllString(text, -1) {
+			words := items(l)
+			all := true
+			for _, w := range words {
+				all = all && known[w]
+			}
+			if all && !slices.ContainsFunc(c.lists, func(r []string) bool { return slices.Equal(r, words) }) {
+				bad = append(bad, l)
+			}
+		}
+	}
+	return bad
+}
+
+// TestNoHandWrittenFormatList: every list of formats or of their
+// extensions that a command's help (two items or more) or the docs
+// (three or more: the docs name pairs as examples) show is one of the
+// registry's, whole and in its order, so that it cannot go stale when a
+// format is added.
+func TestNoHandWrittenFormatList(t *testing.T) {
+	var o, e bytes.Buffer
+	root := newRootCmd(&streams{out: &o, err: &e})
+	var cmds []*cobra.Command
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		cmds = append(cmds, c)
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
+	for _, c := range cmds {
+		path := strings.Fields(c.CommandPath())[1:]
+		var out, errb bytes.Buffer
+		if code := run(append(path, "--help"), strings.NewReader(""), &out, &errb); code != 0 {
+			t.Fatalf("%v --help: exit %d: %s", path, code, errb.String())
+		}
+		for _, l := range handWritten(out.String(), 2) {
+			t.Errorf("%q --help lists formats by hand: %q", c.CommandPath(), l)
+		}
+	}
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("no docs: %v", err)
+	}
+	for _, d := range append(docs, "../../README.md") {
+		if filepath.Base(d) == "reliability.md" {
+			continue // it lists the formats each test feeds, not the tool's
+		}
+		b, err := os.ReadFile(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range handWritten(string(b), 3) {
+			t.Errorf("%s lists formats by hand: %q", filepath.Base(d), l)
 		}
 	}
 }

@@ -16,8 +16,11 @@ type storeFlags struct {
 	chunks, codec, shard string
 }
 
+// isStore says whether a format is a directory store.
+func isStore(f *format.Format) bool { return f.Store != nil }
+
 func (f *storeFlags) register(fl *pflag.FlagSet) {
-	fl.StringVar(&f.chunks, "chunks", "", "Zarr output: the chunk shape D1,D2,... (default: the input's chunks where the shape is kept, else chunks near 16 MiB)")
+	fl.StringVar(&f.chunks, "chunks", "", "an output in a directory store ("+format.Either(format.Names(isStore))+"): the chunk shape D1,D2,... (default: the input's chunks where the shape is kept, else chunks near 16 MiB)")
 	fl.StringVar(&f.codec, "zarr-codec", "", "Zarr output: the compressor, "+format.Either(format.StoreCodecs())+" (default: blosc-lz4-shuffle for v2, zstd for v3)")
 	fl.StringVar(&f.shard, "zarr-shard", "", "Zarr v3 output: the shard shape D1,D2,..., a multiple of the chunks (sharding_indexed; --shard is the batch split)")
 }

@@ -364,7 +364,7 @@ func DirContainer(j Job) (*ArchiveReport, error) {
 	}
 	defer closeAll(fms)
 	if len(fms) == 1 && fms[0].Name == "" {
-		return nil, &pipeline.PathError{Path: Name(dir.Path), Err: fmt.Errorf("is a directory and %s one tensor: compare a directory with a container (npz, safetensors, tar, Polygraphy) or with another directory", Name(displayPath(file.Path)))}
+		return nil, &pipeline.PathError{Path: Name(dir.Path), Err: fmt.Errorf("is a directory and %s one tensor: compare a directory with a container (%s) or with another directory", Name(displayPath(file.Path)), strings.Join(format.Names(format.IsContainerFormat), ", "))}
 	}
 	if err := memberKeys(file.Path, fms); err != nil {
 		return nil, err

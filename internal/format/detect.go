@@ -107,9 +107,9 @@ type Format struct {
 	// and written through its StoreFormat (store.go); nil for a file.
 	Store *StoreFormat
 	// Shard: the format is an archive of files of the other formats,
-	// each member worked on as a file of its own (a tar shard); the
-	// pipeline's shard path reads and writes it.
-	Shard bool
+	// each member worked on as a file of its own (a tar shard), read and
+	// written by its ShardFormat (shard.go); nil for the others.
+	Shard *ShardFormat
 
 	// oneAt and one are a single-tensor format's layouts (layout.go).
 	oneAt CreateAtFunc
@@ -210,7 +210,7 @@ func InTarShard(k Kind) bool { return formats[k] != nil && formats[k].InTar }
 
 // ReadsAlone says whether a file of the format is read with nothing but
 // its bytes (not raw, which needs --dtype and --shape; not a tar shard).
-func ReadsAlone(f *Format) bool { return !f.Bare && !f.Shard }
+func ReadsAlone(f *Format) bool { return !f.Bare && f.Shard == nil }
 
 // Writable says whether --to may name the format.
 func Writable(f *Format) bool { return !f.ReadOnly }

@@ -140,7 +140,7 @@ func (o BlockOrder) Offsets(blocks []int) ([]int, error) {
 
 // ErrCFAUnresolved: --block-order cfa met an input with no CFA pattern to
 // take (anything but a camera raw file), or a command without an input.
-var ErrCFAUnresolved = errors.New("--block-order cfa takes the Bayer pattern from the input's CFA pattern (a DNG camera raw file), and there is none here: give the pattern (rggb, bggr, grbg or gbrg)")
+var ErrCFAUnresolved = errors.New("--block-order cfa takes the Bayer pattern from the input's CFA pattern (a camera raw file), and there is none here: give the pattern (rggb, bggr, grbg or gbrg)")
 
 // IsCFA reports whether the order is cfa, to be resolved from the input.
 func (o BlockOrder) IsCFA() bool { return o.Name == "cfa" }

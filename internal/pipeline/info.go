@@ -12,11 +12,12 @@ import (
 // with --json, exactly this struct marshalled.
 type Info struct {
 	Path   string `json:"path"`
-	Format string `json:"format"` // npy, raw, json, npz, onnx or safetensors
-	// Name is an npz member's name (one Info per member) or an ONNX
-	// tensor's name; Compressed says an npz member is deflated.
-	Name       string `json:"name,omitempty"`
-	Compressed bool   `json:"compressed,omitempty"`
+	Format string `json:"format"` // the format's name (format.Kind)
+	// Name is a container member's name (one Info per member), "" too,
+	// or an ONNX tensor's name; nil for a tensor without one. Compressed
+	// says an npz member is deflated.
+	Name       *string `json:"name,omitempty"`
+	Compressed bool    `json:"compressed,omitempty"`
 	// Version is the version of the header the tensor's data follow in
 	// the file ("1.0", "2.0" or "3.0" for npy files and npz members), and
 	// Stored that header's format; the JSON key keeps its first name.
@@ -145,10 +146,13 @@ func headerAlone(f *format.Format) bool {
 
 func describe(path string, t *Tensor, block ops.Block) *Info {
 	info := &Info{
-		Path: path, Format: string(t.Kind), Name: t.Name, Compressed: t.Compressed,
+		Path: path, Format: string(t.Kind), Compressed: t.Compressed,
 		Shape: append([]int{}, t.Shape...), DType: t.DType.Name(), Descr: t.DType.Descr(),
 		ByteOrder: byteOrder(t.DType), Order: "C",
 		Elements: t.Elements(), ElementBytes: t.DType.Size, DataBytes: t.DataBytes(),
+	}
+	if t.member || t.Name != "" {
+		info.Name = &t.Name
 	}
 	if t.Fortran {
 		info.Order = "F"

@@ -185,7 +185,7 @@ func TestDescribeNpzMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(infos) != 2 || infos[0].Name != "image" || infos[1].Name != "mask" || infos[0].Format != "npz" ||
+	if len(infos) != 2 || infos[0].Name == nil || *infos[0].Name != "image" || infos[1].Name == nil || *infos[1].Name != "mask" || infos[0].Format != "npz" ||
 		infos[0].DType != "float32" || infos[1].Elements != 3 || infos[0].FileBytes != int64(buf.Len()) {
 		t.Fatalf("%+v %+v", infos[0], infos[1])
 	}

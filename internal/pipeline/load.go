@@ -47,7 +47,7 @@ func Picked(path string, ts []*Tensor, globs []string) ([]*Tensor, error) {
 	if len(globs) == 0 {
 		return ts, nil
 	}
-	if len(ts) == 1 && ts[0].Name == "" {
+	if len(ts) == 1 && !ts[0].member {
 		ts[0].Close()
 		return nil, pathErr(path, fmt.Errorf("--member picks members of a container input (%s); this is one %s tensor", strings.Join(format.Names(format.IsContainerFormat), ", "), ts[0].Kind))
 	}
@@ -55,7 +55,7 @@ func Picked(path string, ts []*Tensor, globs []string) ([]*Tensor, error) {
 	var names []string
 	for _, t := range ts {
 		names = append(names, t.Name)
-		if t.Name != "" && selected(globs, t.Name) {
+		if selected(globs, t.Name) {
 			keep = append(keep, t)
 		} else {
 			t.Close()
@@ -85,6 +85,10 @@ type Tensor struct {
 	// Name is a container member's name or the name an ONNX TensorProto
 	// gives itself; "" otherwise.
 	Name string
+	// member: the tensor is one of a container's, named Name even when
+	// that is "" (an npz member may be), not an input that is one
+	// tensor (a Zarr store of one array is opened as a member named "").
+	member bool
 	// Compressed says a container member was stored compressed (a
 	// deflated npz member), so that its output is too.
 	Compressed bool
@@ -369,7 +373,7 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 		} else if len(in.Data) == 0 {
 			return nil, errors.New("empty input")
 		} else {
-			return nil, errors.New("cannot tell the format (not npy, not JSON); use --from, or --dtype and --shape for raw data")
+			return nil, unknownFormat()
 		}
 	}
 	d, err := src.description()
@@ -389,8 +393,14 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 		t.Header, t.stored = p.Header, p
 		t.Stored = &t.stored
 		t.Data, t.dataOff, t.inFile = in.Data[p.DataOffset:], p.DataOffset, true
-	case f.Shard:
-		return decodeTar(f.Kind, src, in)
+	case f.Shard != nil:
+		return decodeShard(f, src, in)
+	case f.Store != nil:
+		what := "this input is a file"
+		if src.Path == "-" {
+			what = "standard input is not one"
+		}
+		return nil, fmt.Errorf("--from %s reads a directory (%s); %s", f.Kind, f.Noun, what)
 	case f.Open != nil:
 		// A container (npz, safetensors, and any format registered with
 		// Open).
@@ -514,11 +524,22 @@ func archiveTensors(f *format.Format, ar *format.Archive, in *fileio.Input, want
 		container.members = append(container.members, &Tensor{
 			Header: h, Kind: f.Kind, Data: m.Data, Stored: stored, Name: m.Name,
 			Compressed: m.Compressed, Meta: ar.Meta, inFile: m.InFile, dataOff: m.Offset,
-			lazy: m.Lazy, input: in, shared: sh,
+			lazy: m.Lazy, input: in, shared: sh, member: f.Store == nil || len(ar.Members) > 1 || m.Name != "",
 		})
 	}
 	sh.refs.Store(int32(len(container.members)))
 	return container, nil
+}
+
+// unknownFormat is the error for an input no format claims by its
+// extension or its first bytes.
+func unknownFormat() error {
+	by := format.Names(func(f *format.Format) bool { return f.Sniff != nil })
+	msg := fmt.Sprintf("cannot tell the format (its first bytes are not those of %s); use --from", format.Either(by))
+	if f := format.BareFormat(); f != nil {
+		msg += fmt.Sprintf(", or --dtype and --shape for %s data", f.Kind)
+	}
+	return errors.New(msg)
 }
 
 // containerName says what a container input is, for messages.

@@ -23,6 +23,23 @@ import (
 // DefaultMemberName names the one array of an npz made from another format.
 const DefaultMemberName = "arr_0"
 
+// writeContainer says how to write several tensors to one file: "write a
+// container (an output named OUT.npz or OUT.safetensors, or --to npz)",
+// from the registry's writable containers that are one file.
+func writeContainer() string {
+	var outs []string
+	var first format.Kind
+	for _, f := range format.All() {
+		if f.Container && f.Create != nil && f.Store == nil && f.Shard == nil && format.Writable(f) && !f.ByContent {
+			if first == "" {
+				first = f.Kind
+			}
+			outs = append(outs, "OUT"+f.Exts[0])
+		}
+	}
+	return fmt.Sprintf("write a container (an output named %s, or --to %s)", format.Either(outs), first)
+}
+
 // transformMembers runs opts on every tensor of ts and writes the results
 // as one npz archive (to == npz), or refuses an archive of several arrays
 // written to a single-tensor format.
@@ -32,7 +49,7 @@ func transformMembers(opts Options, ts []*Tensor, to format.Kind) (*Result, erro
 		for i, t := range ts {
 			names[i] = t.Name
 		}
-		return nil, pathErr(opts.Path, fmt.Errorf("%s of %d arrays (%s); %s output holds one tensor: write an .npz or .safetensors (an output named OUT.npz, or --to npz), or pick one with --member", containerName(ts[0].Kind), len(ts), shownNames(names), to))
+		return nil, pathErr(opts.Path, fmt.Errorf("%s of %d arrays (%s); %s output holds one tensor: %s, or pick one with --member", containerName(ts[0].Kind), len(ts), shownNames(names), to, writeContainer()))
 	}
 	// Plan every member before writing anything: an impossible shape in
 	// the last member leaves no output at all.

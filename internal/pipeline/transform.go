@@ -88,9 +88,9 @@ func Transform(opts Options) (*Result, error) {
 	if shard := shardKind(opts); shard != "" {
 		if len(opts.Rename) > 0 {
 			// A shard's names are carried as bytes, whatever they hold.
-			return nil, pathErr(opts.Path, errors.New("--rename-member renames members of a container output; a tar shard's members keep their names, as their bytes"))
+			return nil, pathErr(opts.Path, fmt.Errorf("--rename-member renames members of a container output; %s's members keep their names, as their bytes", format.Lookup(shard).Noun))
 		}
-		return transformTar(opts, shard)
+		return transformShard(opts, shard)
 	}
 	src := opts.Source
 	if src.Threads == 0 {
@@ -117,10 +117,10 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 	var err error
 	t := ts[0]
 	to := outputKind(opts.To, opts.Output, t.Kind)
-	if f := format.Lookup(to); f != nil && f.Shard {
-		return nil, pathErr(opts.Path, errors.New("a tar output is made from a tar shard (its members worked on); make a shard with tar or Python's tarfile"))
+	if f := format.Lookup(to); f != nil && f.Shard != nil {
+		return nil, pathErr(opts.Path, fmt.Errorf("a %s output is made from %s (its members worked on); %s", f.Kind, f.Noun, f.Shard.Making))
 	}
-	if len(opts.Members) > 0 && !format.IsContainer(t.Kind) {
+	if len(opts.Members) > 0 && len(ts) == 1 && !t.member {
 		return nil, pathErr(opts.Path, fmt.Errorf("--member picks members of a container input (%s); this is one %s tensor", strings.Join(format.Names(format.IsContainerFormat), ", "), t.Kind))
 	}
 	if len(opts.Members) > 0 && !format.IsContainer(to) {
@@ -211,6 +211,9 @@ func (o *Options) dest(t *Tensor) dest {
 		target: fileio.Target{Input: t.Info(), Fresh: o.FreshDir}, store: store}
 }
 
+// isText says whether a format may be written to a terminal.
+func isText(f *format.Format) bool { return f.Text }
+
 // checkOutput refuses, before any work, an output the job cannot write:
 // binary data to a terminal, a path whose extension names no format.
 func checkOutput(opts Options, to format.Kind) error {
@@ -219,7 +222,7 @@ func checkOutput(opts Options, to format.Kind) error {
 	}
 	if opts.Output == "-" {
 		if f := format.Lookup(to); opts.StdoutTTY && (f == nil || !f.Text) {
-			return pathErr("stdout", fmt.Errorf("refusing to write binary %s data to a terminal; use -o FILE, a redirect, or --to json", to))
+			return pathErr("stdout", fmt.Errorf("refusing to write binary %s data to a terminal; use -o FILE, a redirect, or --to %s", to, format.Either(format.Names(isText))))
 		}
 		return nil
 	}

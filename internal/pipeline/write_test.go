@@ -35,7 +35,7 @@ func TestOneWritePathEveryFormat(t *testing.T) {
 	req := ops.Request{Op: ops.SpaceToDepth, Order: ops.CRD, Block: ops.Block{2}}
 	plan, want := planned(t, req, shape, 2, data)
 	for _, f := range format.All() {
-		if !format.Writable(f) || f.Shard || f.Store != nil || (f.CanWrite != nil && f.CanWrite(format.Header{DType: mustDType(t, "uint16"), Shape: plan.Out}) != nil) {
+		if !format.Writable(f) || f.Shard != nil || f.Store != nil || (f.CanWrite != nil && f.CanWrite(format.Header{DType: mustDType(t, "uint16"), Shape: plan.Out}) != nil) {
 			continue
 		}
 		var outs [2][]byte

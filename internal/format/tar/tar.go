@@ -13,5 +13,5 @@ func SniffTar(b []byte) bool {
 }
 
 func init() {
-	format.Register(format.Format{Kind: KindTar, Rank: 8, Shard: true, Doc: "a tar shard (WebDataset): its tensor members worked on, the rest copied", Container: true, Exts: []string{".tar"}, Sniff: SniffTar, SniffOrder: 50})
+	format.Register(format.Format{Kind: KindTar, Rank: 8, Noun: "a tar shard", Shard: &format.ShardFormat{Copy: copyShard, Members: members, Making: "make a shard with tar or Python's tarfile"}, Doc: "a tar shard (WebDataset): its tensor members worked on, the rest copied", Container: true, Exts: []string{".tar"}, Sniff: SniffTar, SniffOrder: 50})
 }

@@ -98,8 +98,13 @@ func checkName(name string) error {
 	if name == "" || path.Clean(name) != name || strings.HasPrefix(name, "/") || strings.HasPrefix(name, "../") || name == ".." {
 		return fmt.Errorf("member name %q is not a path of an array in a Zarr group", name)
 	}
+	// Zarr v3's node names (core spec, "Node names") are not empty, hold
+	// no "/", are not periods alone, and do not start with "__", which is
+	// reserved; v2 keeps the names of its metadata objects (.zarray,
+	// .zgroup, .zattrs). A node named "c" is a group's child like any
+	// other: "c" is a chunk key's prefix inside an array only.
 	for _, part := range strings.Split(name, "/") {
-		if part == "." || part == ".." || strings.HasPrefix(part, ".z") || part == "zarr.json" || part == "c" {
+		if strings.Trim(part, ".") == "" || strings.HasPrefix(part, ".z") || part == "zarr.json" || strings.HasPrefix(part, "__") {
 			return fmt.Errorf("member name %q: %q is a name Zarr keeps for itself", name, part)
 		}
 	}
@@ -485,7 +490,18 @@ func (sw *storeWriter) encodeChunk(b []byte, typesize int) ([]byte, error) {
 // zstdEncoder is shared: EncodeAll is safe from several goroutines.
 // Single segment: every frame then states its content size, which
 // numcodecs' Zstd needs to decode it (a small frame otherwise has none).
-var zstdEncoder, _ = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithSingleSegment(true))
+// It is made on first use: made at start, it was most of this package's
+// initialisation in every run, Zarr or not (docs/performance.md,
+// Start-up).
+var zstdEncoder = lazyEncoder{sync.OnceValue(func() *zstd.Encoder {
+	e, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithSingleSegment(true))
+	return e
+})}
+
+// lazyEncoder is a zstd encoder made when first asked for.
+type lazyEncoder struct{ encoder func() *zstd.Encoder }
+
+func (l lazyEncoder) EncodeAll(src, dst []byte) []byte { return l.encoder().EncodeAll(src, dst) }
 
 // slabWriter takes an array's C-order bytes and, each time a slab is
 // full, encodes its units (chunks or shards) and puts them. A slab is one

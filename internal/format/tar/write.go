@@ -1,4 +1,4 @@
-package pipeline
+package tar
 
 import (
 	"archive/tar"

@@ -1,4 +1,4 @@
-package pipeline
+package tar
 
 import (
 	"archive/tar"
@@ -7,15 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"runtime/debug"
 	"strconv"
 	"strings"
 
 	"github.com/depthspace/depthspace/internal/format"
-	fileio "github.com/depthspace/depthspace/internal/io"
-	"github.com/depthspace/depthspace/internal/ops"
 )
 
 // WebDataset shards: a tar of samples (000123.input.npy, 000123.cls,
@@ -31,109 +28,21 @@ import (
 // written back into the output tar under the same name, never to the file
 // system.
 
-// shardKind names the format of the job's input when it is a shard
-// (format.Format.Shard: a tar shard), or "": --from, the extension, or
-// the first bytes of a regular file.
-func shardKind(opts Options) format.Kind {
-	isShard := func(k format.Kind) format.Kind {
-		if f := format.Lookup(k); f != nil && f.Shard {
-			return k
-		}
-		return ""
-	}
-	switch {
-	case opts.From != "":
-		return isShard(opts.From)
-	case opts.Path == "-":
-		return "" // a piped shard needs --from
-	case format.KindByExtension(opts.Path) != "":
-		return isShard(format.KindByExtension(opts.Path))
-	}
-	// Only a regular file is sniffed here: reading a pipe named by a path
-	// (<(cmd), /dev/stdin, a FIFO) would take bytes the job then lacks,
-	// and opening a FIFO again would wait for a writer that has gone. A
-	// piped shard needs --from, as on standard input.
-	if fi, err := os.Stat(opts.Path); err != nil || !fi.Mode().IsRegular() {
-		return ""
-	}
-	f, err := os.Open(opts.Path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	head := make([]byte, 512)
-	n, _ := f.ReadAt(head, 0)
-	return isShard(format.Sniff(head[:n]))
-}
-
-// transformTar runs opts on every tensor member of a tar shard.
-func transformTar(opts Options, shard format.Kind) (*Result, error) {
-	to := outputKind(opts.To, opts.Output, shard)
-	if to != shard {
-		return nil, pathErr(opts.Path, fmt.Errorf("is a tar shard; its output is a tar shard too (an output named OUT.tar), not %s", to))
-	}
-	if opts.Output == "-" && opts.StdoutTTY {
-		return nil, pathErr("stdout", errors.New("refusing to write a binary tar to a terminal; use -o FILE or a redirect"))
-	}
-	// A shard in a file is mapped (or, when small, read once): members
-	// are slices of it, and tar skips the ones it does not need to read.
-	// A pipe is read as a stream, one member at a time.
-	var r io.Reader
-	var all []byte
-	drop := func(int64) {}
-	if opts.Path == "-" && !fileio.StdinIsFile(opts.Stdin) {
-		r = opts.Stdin
-	} else {
-		in, err := fileio.Open(opts.Path, opts.Stdin)
-		if err != nil {
-			return nil, pathErr(displayInput(opts.Path), err)
-		}
-		defer in.Close()
-		if o, err := os.Stat(opts.Output); err == nil && opts.Output != "-" && in.Info != nil && fileio.SameFile(in.Info, o) {
-			return nil, pathErr(opts.Output, fileio.ErrIsInput)
-		}
-		all, drop = in.Data, in.Drop
-		r = bytes.NewReader(all)
-	}
-	out, err := fileio.Create(opts.Output, opts.Stdout)
-	if err != nil {
-		return nil, pathErr(opts.Output, err)
-	}
-	if all != nil {
-		// Most jobs keep every member's size: blocks reserved for the
-		// shard's size spare ext4 the flush of delayed allocations it
-		// does when a file is renamed over another (Commit trims what
-		// is not used).
-		out.Expect(int64(len(all)))
-	}
-	res, err := copyTar(opts, r, all, drop, out)
-	if err != nil {
-		out.Abort()
-		return nil, err
-	}
-	if err := out.Commit(); err != nil {
-		return nil, pathErr(displayName(opts.Output), err)
-	}
-	res.Written = out.Size()
-	return res, nil
-}
-
 // maxTarMember bounds one tensor member held in memory.
 const maxTarMember = 16 << 30
 
-// copyTar reads the shard from r — all, when not nil, being its whole
-// content, from which r reads, and drop telling it how much of all is
-// done with — and writes the result to w: every member in order, the
-// tensor members worked on, the others copied through byte for byte.
-func copyTar(opts Options, r io.Reader, all []byte, drop func(int64), w io.Writer) (res *Result, err error) {
-	c := newTarCopy(opts, r, all, drop, w)
+// copyShard reads job's shard and writes the result: every member in
+// order, the tensor members worked on, the others copied through byte
+// for byte.
+func copyShard(job format.ShardJob) (worked int, err error) {
+	c := newTarCopy(job)
 	defer c.sw.stop()
 	if c.br != nil {
 		// A mapped shard truncated by another process faults on access:
 		// an error, not a crash.
 		defer func() {
 			if r := recover(); r != nil {
-				res, err = nil, pathErr(c.name, fmt.Errorf("input could not be read (was the file truncated while in use?): %v", r))
+				worked, err = 0, fmt.Errorf("input could not be read (was the file truncated while in use?): %v", r)
 			}
 		}()
 		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
@@ -141,18 +50,18 @@ func copyTar(opts Options, r io.Reader, all []byte, drop func(int64), w io.Write
 	for {
 		hdr, raw, err := c.nextHeader()
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		if hdr == nil {
 			break // the end of the archive
 		}
 		if from, ok := c.renamed[hdr.Name]; ok {
-			return nil, pathErr(c.name, fmt.Errorf("member %q: %s", hdr.Name, renameClash(from, hdr.Name)))
+			return 0, fmt.Errorf("member %q: %s", hdr.Name, renameClash(from, hdr.Name))
 		}
 		if key := sampleKey(hdr.Name); key != c.sample || c.sampleNames == nil {
 			c.sample, c.sampleNames = key, map[string]bool{}
 		}
-		if hdr.Typeflag != tar.TypeReg || !isTensorMember(opts.Members, hdr.Name) {
+		if hdr.Typeflag != tar.TypeReg || !isTensorMember(job.Members, hdr.Name) {
 			if k := format.KindByExtension(hdr.Name); c.unpicked == "" && hdr.Typeflag == tar.TypeReg && !shardDefault(k) && format.InTarShard(k) {
 				c.unpicked = hdr.Name
 			}
@@ -162,16 +71,15 @@ func copyTar(opts Options, r io.Reader, all []byte, drop func(int64), w io.Write
 		}
 		c.sampleNames[hdr.Name] = true
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 	}
-	return c.finish()
+	return c.worked, c.finish()
 }
 
 // tarCopy is the state of one copyTar.
 type tarCopy struct {
-	opts Options
-	name string        // the input, for messages
+	job  format.ShardJob
 	br   *bytes.Reader // the mapped shard's reader; nil when streamed
 	all  []byte        // the mapped shard
 	drop func(int64)
@@ -189,8 +97,6 @@ type tarCopy struct {
 	dropped int64  // mapped: the shard's bytes let go
 	last    string // the name of the member read last
 	in      []byte // a streamed member, reused
-	plans   map[string]*ops.Plan
-	res     *Result
 	worked  int
 	// A member of a read-only format (a DNG) is written as npy, beside
 	// its name (renamedMember). Its new name must not be another
@@ -208,10 +114,10 @@ type tarCopy struct {
 	unpicked string
 }
 
-func newTarCopy(opts Options, r io.Reader, all []byte, drop func(int64), w io.Writer) *tarCopy {
-	c := &tarCopy{opts: opts, name: displayInput(opts.Path), all: all, drop: drop,
-		plans: map[string]*ops.Plan{}, res: &Result{Input: opts.Path, Output: opts.Output}}
-	if all != nil {
+func newTarCopy(job format.ShardJob) *tarCopy {
+	c := &tarCopy{job: job, all: job.All, drop: job.Drop}
+	r := job.In
+	if c.all != nil {
 		c.br = r.(*bytes.Reader)
 	} else {
 		// archive/tar reads in 512-byte blocks.
@@ -219,7 +125,7 @@ func newTarCopy(opts Options, r io.Reader, all []byte, drop func(int64), w io.Wr
 	}
 	c.tap = &headerTap{r: r}
 	c.tr = tar.NewReader(c.tap)
-	c.sw = newShardWriter(w)
+	c.sw = newShardWriter(job.Out)
 	// A mapped shard's plain headers are read here (plainMember) until
 	// the first that is not; from there on archive/tar reads them.
 	c.fast = c.br != nil
@@ -240,7 +146,7 @@ func (c *tarCopy) nextHeader() (hdr *tar.Header, raw []byte, err error) {
 		// archive/tar from this header on.
 		c.fast = false
 		if _, err := c.br.Seek(c.next, io.SeekStart); err != nil {
-			return nil, nil, pathErr(c.name, err)
+			return nil, nil, err
 		}
 		c.tr = tar.NewReader(c.tap)
 	}
@@ -255,15 +161,15 @@ func (c *tarCopy) nextHeader() (hdr *tar.Header, raw []byte, err error) {
 			pos = min(pos, int64(len(c.all)))
 		}
 		if err := tarEnd(pos, c.last); err != nil {
-			return nil, nil, pathErr(c.name, err)
+			return nil, nil, err
 		}
 		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, pathErr(c.name, tarErr(err))
+		return nil, nil, tarErr(err)
 	}
 	if isSparse(h) {
-		return nil, nil, pathErr(c.name, sparseErr(h))
+		return nil, nil, sparseErr(h)
 	}
 	if c.br != nil {
 		c.dataAt = c.br.Size() - int64(c.br.Len())
@@ -294,18 +200,18 @@ func (c *tarCopy) content(hdr *tar.Header) ([]byte, error) {
 
 // memberErr says which member of the input an error is about.
 func (c *tarCopy) memberErr(hdr *tar.Header, err error) error {
-	return pathErr(c.name, fmt.Errorf("member %q: %w", hdr.Name, tarErr(err)))
+	return fmt.Errorf("member %q: %w", hdr.Name, tarErr(err))
 }
 
 // outputErr is a failure to write the output.
-func (c *tarCopy) outputErr(err error) error {
-	return pathErr(displayName(c.opts.Output), err)
+func outputErr(err error) error {
+	return &format.ShardOutputError{Err: err}
 }
 
 // copyThrough copies a member that is not worked on, byte for byte.
 func (c *tarCopy) copyThrough(hdr *tar.Header, raw []byte) error {
 	if err := c.sw.header(hdr, raw); err != nil {
-		return pathErr(c.name, err)
+		return err
 	}
 	if c.br != nil && hdr.Size > 0 {
 		data, err := c.content(hdr)
@@ -313,14 +219,14 @@ func (c *tarCopy) copyThrough(hdr *tar.Header, raw []byte) error {
 			return c.memberErr(hdr, err)
 		}
 		if err := c.sw.write(data); err != nil {
-			return c.outputErr(err)
+			return outputErr(err)
 		}
 		return nil
 	}
 	if err := c.sw.copyFrom(c.tr, hdr.Size); err != nil {
 		var we *tarWriteError
 		if errors.As(err, &we) {
-			return c.outputErr(we.err)
+			return outputErr(we.err)
 		}
 		return c.memberErr(hdr, err)
 	}
@@ -331,7 +237,7 @@ func (c *tarCopy) copyThrough(hdr *tar.Header, raw []byte) error {
 // straight into the output's buffer, another in its own format.
 func (c *tarCopy) work(hdr *tar.Header, raw []byte) error {
 	if hdr.Size > maxTarMember {
-		return pathErr(c.name, fmt.Errorf("member %q claims %d bytes: more than one member may hold (%d)", hdr.Name, hdr.Size, int64(maxTarMember)))
+		return fmt.Errorf("member %q claims %d bytes: more than one member may hold (%d)", hdr.Name, hdr.Size, int64(maxTarMember))
 	}
 	data, err := c.content(hdr)
 	if err != nil {
@@ -350,52 +256,49 @@ func (c *tarCopy) work(hdr *tar.Header, raw []byte) error {
 		}
 		raw = nil
 	}
-	var mres *Result
-	if job, ok, err := npyMember(c.opts, c.plans, hdr.Name, data); err != nil {
+	if size, fill, ok, err := c.job.Work.Sized(hdr.Name, data); err != nil {
 		return c.memberErr(hdr, err)
 	} else if ok {
-		if int64(job.size()) != h.Size {
+		if int64(size) != h.Size {
 			anew()
-			h.Size = int64(job.size())
+			h.Size = int64(size)
 		}
 		if err := c.sw.header(&h, raw); err != nil {
-			return pathErr(c.name, err)
+			return err
 		}
-		if err := job.run(c.sw.reserve(job.size())); err != nil {
+		if err := fill(c.sw.reserve(size)); err != nil {
 			return c.memberErr(hdr, err)
 		}
-		c.sw.pad(job.size())
-		mres = job.res
+		c.sw.pad(size)
 	} else {
-		b, r, err := transformMember(c.opts, hdr.Name, data, nil)
+		b, outName, err := c.job.Work.Whole(hdr.Name, data)
 		if err != nil {
 			return c.memberErr(hdr, err)
 		}
-		if r.Name != hdr.Name {
-			if c.sampleNames[r.Name] {
-				return pathErr(c.name, fmt.Errorf("member %q: %s", hdr.Name, renameClash(hdr.Name, r.Name)))
+		if outName != hdr.Name {
+			if c.sampleNames[outName] {
+				return fmt.Errorf("member %q: %s", hdr.Name, renameClash(hdr.Name, outName))
 			}
 			if c.renamed == nil {
 				c.renamed = map[string]string{}
 			}
-			c.renamed[r.Name] = hdr.Name
+			c.renamed[outName] = hdr.Name
 			anew()
-			h.Name = r.Name
+			h.Name = outName
 		}
 		if int64(len(b)) != h.Size {
 			anew()
 			h.Size = int64(len(b))
 		}
 		if err := c.sw.header(&h, raw); err != nil {
-			return pathErr(c.name, err)
+			return err
 		}
 		if err := c.sw.write(b); err != nil {
-			return c.outputErr(err)
+			return outputErr(err)
 		}
-		mres = r
 	}
 	if err := c.sw.failed(); err != nil {
-		return c.outputErr(err)
+		return outputErr(err)
 	}
 	if c.next-c.dropped >= 8<<20 {
 		// Memory holds a window of the mapped shard, whatever its size.
@@ -403,31 +306,27 @@ func (c *tarCopy) work(hdr *tar.Header, raw []byte) error {
 		c.dropped = c.next
 	}
 	c.worked++
-	c.res.Members = append(c.res.Members, mres)
-	c.res.Bytes += mres.Bytes
 	return nil
 }
 
 // finish ends the output shard: a shard with nothing worked on is an
 // error (a --member matching nothing).
-func (c *tarCopy) finish() (*Result, error) {
+func (c *tarCopy) finish() error {
 	if c.worked == 0 {
 		what := "no " + strings.Join(defaultMembers(), " or ") + " member"
-		if len(c.opts.Members) > 0 {
-			what = "no member matching --member " + strings.Join(c.opts.Members, " --member ")
+		if len(c.job.Members) > 0 {
+			what = "no member matching --member " + strings.Join(c.job.Members, " --member ")
 		}
 		hint := ""
 		if c.unpicked != "" {
 			hint = fmt.Sprintf(" (to work on %q and its like, pick them with --member '*%s')", c.unpicked, path.Ext(c.unpicked))
 		}
-		return nil, pathErr(c.name, fmt.Errorf("the tar shard has %s: nothing to do%s", what, hint))
+		return fmt.Errorf("the tar shard has %s: nothing to do%s", what, hint)
 	}
 	if err := c.sw.close(); err != nil {
-		return nil, c.outputErr(err)
+		return outputErr(err)
 	}
-	first := c.res.Members[0]
-	c.res.InShape, c.res.OutShape, c.res.DType = first.InShape, first.OutShape, first.DType
-	return c.res, nil
+	return nil
 }
 
 // isTensorMember says whether a regular member is worked on: .npy members
@@ -436,7 +335,15 @@ func isTensorMember(globs []string, name string) bool {
 	if len(globs) == 0 {
 		return shardDefault(format.KindByExtension(name))
 	}
-	return selected(globs, name) || selected(globs, path.Base(name))
+	for _, g := range globs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+		if ok, _ := path.Match(g, path.Base(name)); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // shardDefault says whether a shard's members of format k are worked on
@@ -480,107 +387,6 @@ func readMember(r io.Reader, size int64, buf []byte) ([]byte, error) {
 		err = io.ErrUnexpectedEOF
 	}
 	return data, err
-}
-
-// npyJob is an npy member of an operator job, ready to run.
-type npyJob struct {
-	pre  []byte // the output's npy header
-	p    *ops.Plan
-	data []byte // the input's tensor data
-	res  *Result
-}
-
-func (j *npyJob) size() int { return len(j.pre) + j.p.Bytes() }
-
-// run writes the member's output (header and tensor) into dst.
-func (j *npyJob) run(dst []byte) error {
-	copy(dst, j.pre)
-	return j.p.Run(dst[len(j.pre):], j.data, 1)
-}
-
-// npyMember prepares the common member, a C-order npy tensor of an
-// operator job, without the machinery a large file needs: one kernel
-// call into the output, the plan kept per dtype and shape for the
-// thousands of members of a shard that share them. ok is false where it
-// does not apply (the caller then takes transformMember's general path).
-func npyMember(opts Options, plans map[string]*ops.Plan, name string, data []byte) (job *npyJob, ok bool, err error) {
-	f := format.Lookup(format.KindByExtension(name))
-	if f == nil || !f.ShardDefault || f.InPlace == nil || f.InPlace.Member == nil || opts.DType != "" || opts.Shape != "" {
-		return nil, false, nil
-	}
-	npy, err := f.InPlace.Parse(data, int64(len(data)), format.Description{})
-	if err != nil || npy.Fortran {
-		return nil, false, nil // the general path says what is wrong
-	}
-	key := npy.DType.Descr() + format.ShapeString(npy.Shape)
-	p := plans[key]
-	if p == nil {
-		t := &Tensor{Header: npy.Header, Kind: f.Kind}
-		if p, err = opts.plan(t); err != nil {
-			return nil, false, err
-		}
-		if p.Bytes() != p.InBytes() || !p.Streams() {
-			return nil, false, nil // a crop or pad: the general path
-		}
-		plans[key] = p
-	}
-	return &npyJob{
-		pre:  f.InPlace.Member(format.Header{DType: npy.DType, Shape: p.Out}),
-		p:    p,
-		data: data[npy.DataOffset:],
-		res: &Result{Input: opts.Path, Output: opts.Output, Name: name, InShape: npy.Shape, OutShape: p.Out,
-			DType: npy.DType.Name(), Bytes: int64(p.Bytes())},
-	}, true, nil
-}
-
-// transformMember runs the job on one member's bytes, in the member's own
-// format (its extension, else its content), and returns the new bytes
-// (in out's storage when it is large enough). A member of a format
-// depthspace reads but does not write (a DNG) is written as npy, and the
-// result's Name is then its new name (renamedMember).
-func transformMember(opts Options, name string, data, out []byte) ([]byte, *Result, error) {
-	sub := opts
-	sub.Path = name
-	sub.Members = nil // --member chose this file; inside it, every tensor
-	kind := format.KindByExtension(name)
-	if kind == "" {
-		kind = format.Sniff(data)
-	}
-	if f := format.Lookup(kind); f == nil || !format.ReadsAlone(f) {
-		return nil, nil, fmt.Errorf("is not a tensor file depthspace reads by itself (%s)", strings.Join(format.Names(format.ReadsAlone), ", "))
-	}
-	sub.From, sub.To = kind, kind
-	outName := name
-	if plain := format.Plain(); !format.Writable(format.Lookup(kind)) && plain != nil {
-		sub.To, outName = plain.Kind, renamedMember(name, plain)
-	}
-	t, err := decode(sub.Source, &fileio.Input{Data: data})
-	if err != nil {
-		return nil, nil, err
-	}
-	ts := []*Tensor{t}
-	if t.members != nil {
-		ts = t.members
-	}
-	buf := bytes.NewBuffer(out)
-	sub.Output, sub.Stdout, sub.StdoutTTY, sub.Note = "-", buf, false, nil
-	r, err := transformTensors(sub, ts)
-	if err != nil {
-		var pe *PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the member's name is said by the caller
-		}
-		return nil, nil, err
-	}
-	r.Input, r.Output, r.Name = opts.Path, opts.Output, outName
-	return buf.Bytes(), r, nil
-}
-
-// renamedMember is the name of a read-only member written as npy: its
-// last extension replaced, "000.raw.dng" → "000.raw.npy", so that it
-// stays in its WebDataset sample (the key before the first dot).
-func renamedMember(name string, to *format.Format) string {
-	return strings.TrimSuffix(name, path.Ext(name)) + to.Exts[0]
 }
 
 // renameClash says that a read-only member's npy name is another
@@ -657,78 +463,57 @@ func tarErr(err error) error {
 	return err
 }
 
-// decodeTar reads the tensor members of a tar shard for the commands that
-// read tensors (info, compare): every regular member of a format
-// registered InTar (npy, npz, safetensors, png, dng; a WebDataset .json is
-// metadata), named by its member name
-// (an npz or safetensors member's tensors as MEMBER/NAME). Their data are slices of the mapped
-// shard where the format stores bytes as they are (npy, safetensors).
-func decodeTar(shard format.Kind, src Source, in *fileio.Input) (*Tensor, error) {
-	cr := &countingReader{r: bytes.NewReader(in.Data)}
+// members reads the tensor members of a shard held in b for the
+// commands that read tensors (info, compare): every regular member of a
+// format registered InTar (a WebDataset .json is metadata), visited with
+// where its bytes are in b. visit says how many tensors it found in the
+// member; a shard with none is an error.
+func members(b []byte, visit func(format.ShardMember) (int, error)) error {
+	// Read, never seeked (content skipped is read, so a member cut short
+	// is found), and counted: after Next, the position of the member's
+	// content in b.
+	cr := &headerTap{r: struct{ io.Reader }{bytes.NewReader(b)}}
 	tr := tar.NewReader(cr)
-	sh := &sharedInput{in: in}
-	container := &Tensor{Kind: shard}
 	last := ""
+	tensors := 0
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
 			if err := tarEnd(cr.n, last); err != nil {
-				return nil, err
+				return err
 			}
 			break
 		}
 		if err != nil {
-			return nil, tarErr(err)
+			return tarErr(err)
 		}
 		last = hdr.Name
 		kind := format.KindByExtension(hdr.Name)
-		switch {
-		case hdr.Typeflag != tar.TypeReg:
-			continue
-		case format.InTarShard(kind):
-		default:
+		if hdr.Typeflag != tar.TypeReg || !format.InTarShard(kind) {
 			continue
 		}
 		if isSparse(hdr) {
-			return nil, sparseErr(hdr)
+			return sparseErr(hdr)
 		}
-		if hdr.Size > int64(len(in.Data))-cr.n {
-			return nil, fmt.Errorf("member %q: truncated tar archive", hdr.Name)
+		if hdr.Size > int64(len(b))-cr.n {
+			return fmt.Errorf("member %q: truncated tar archive", hdr.Name)
 		}
-		data := in.Data[cr.n : cr.n+hdr.Size : cr.n+hdr.Size]
-		msrc := src
-		msrc.Path, msrc.From = hdr.Name, kind
-		t, err := decode(msrc, &fileio.Input{Data: data})
+		n, err := visit(format.ShardMember{Name: hdr.Name, Kind: kind, Off: cr.n, Size: hdr.Size})
 		if err != nil {
-			return nil, fmt.Errorf("member %q: %w", hdr.Name, err)
+			return fmt.Errorf("member %q: %w", hdr.Name, err)
 		}
-		ts := []*Tensor{t}
-		if t.members != nil {
-			ts = t.members
-			for _, m := range ts {
-				m.Name = hdr.Name + "/" + m.Name
-			}
-		} else {
-			t.Name = hdr.Name
-		}
-		for _, m := range ts {
-			// The member's data is in the shard's file, cr.n bytes in.
-			m.input, m.shared, m.Stream = in, sh, nil
-			m.dataOff += cr.n
-			container.members = append(container.members, m)
-		}
+		tensors += n
 	}
-	if len(container.members) == 0 {
+	if tensors == 0 {
 		var exts []string
 		for _, f := range format.All() {
 			if f.InTar {
 				exts = append(exts, f.Exts...)
 			}
 		}
-		return nil, fmt.Errorf("the tar shard holds no tensor member (%s)", strings.Join(exts, ", "))
+		return fmt.Errorf("the tar shard holds no tensor member (%s)", strings.Join(exts, ", "))
 	}
-	sh.refs.Store(int32(len(container.members)))
-	return container, nil
+	return nil
 }
 
 // plainMember reads the header block at all[off:] when it is a plain one
@@ -817,17 +602,4 @@ func (t *headerTap) Seek(off int64, whence int) (int64, error) {
 		return s.Seek(off, whence)
 	}
 	return 0, errors.New("not seekable")
-}
-
-// countingReader counts the bytes read through it: after tar's Next, the
-// position of the member's content in the shard.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
