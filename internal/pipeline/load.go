@@ -337,9 +337,16 @@ func load(src Source) (*Tensor, error) {
 			return t, nil
 		}
 	}
-	// The file is opened first and a directory is then looked at as a
+	// A file is opened first and a directory is then looked at as a
 	// store: a stat of every input before its open was a tenth of a tiny
-	// file's system calls.
+	// file's system calls. A place's name is looked at as a store first:
+	// a store there is a prefix, which no object open finds (and a name
+	// with a file format's extension costs no request to rule out).
+	if fileio.IsObject(src.Path) {
+		if t, ok, err := loadStore(src); ok {
+			return t, err
+		}
+	}
 	in, err := fileio.Open(src.Path, src.Stdin)
 	if errors.Is(err, fileio.ErrDirectory) {
 		if t, ok, err := loadStore(src); ok {
