@@ -157,6 +157,9 @@ type reader struct {
 	node
 	threads int
 	info    survey // info's count of the chunks (info.go)
+	// shards is ReadChunk's cache of shard indexes.
+	shardsOnce sync.Once
+	shards     *shardCache
 }
 
 func (r *reader) InflateData() ([]byte, error) {
@@ -406,8 +409,11 @@ func (r *reader) chunk(dst []byte, idx []int, shards *shardCache) error {
 	return nil
 }
 
+// fill sets dst to the fill value v, repeated; to zeros when there is
+// none (a v2 fill_value of null), never leaving what a reused buffer held.
 func fill(dst, v []byte) {
 	if len(v) == 0 {
+		clear(dst)
 		return
 	}
 	copy(dst, v)

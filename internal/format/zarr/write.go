@@ -442,10 +442,17 @@ func (sw *storeWriter) encodeChunk(b []byte, typesize int) ([]byte, error) {
 	switch sw.codec {
 	case "none":
 		return b, nil
-	case "blosc-lz4-shuffle":
-		return blosc.EncodeLZ4(b, typesize, blosc.Shuffle)
-	case "blosc-lz4":
-		return blosc.EncodeLZ4(b, typesize, blosc.NoShuffle)
+	case "blosc-lz4-shuffle", "blosc-lz4":
+		mode := blosc.Shuffle
+		if sw.codec == "blosc-lz4" {
+			mode = blosc.NoShuffle
+		}
+		if len(b) < encodeParallelBytes {
+			e := bloscEncoders.Get().(*blosc.Encoder)
+			defer bloscEncoders.Put(e)
+			return e.EncodeLZ4(b, typesize, mode)
+		}
+		return blosc.EncodeLZ4(b, typesize, mode)
 	case "zstd":
 		return zstdEncoder.EncodeAll(b, make([]byte, 0, len(b)/2+64)), nil
 	case "gzip", "zlib":
@@ -481,6 +488,15 @@ func (sw *storeWriter) encodeChunk(b []byte, typesize int) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("internal error: codec %q", sw.codec)
 }
+
+// Chunks are encoded on several goroutines at once (a slab's, a group's
+// of a run chunk to chunk), each on one goroutine with an Encoder of the
+// pool, whose buffers and lz4 state outlive the chunk; a chunk larger
+// than encodeParallelBytes has its blocks compressed on several
+// goroutines itself (blosc.EncodeLZ4).
+var bloscEncoders = sync.Pool{New: func() any { return new(blosc.Encoder) }}
+
+const encodeParallelBytes = 64 << 20
 
 // zstdEncoder is shared: EncodeAll is safe from several goroutines.
 // Single segment: every frame then states its content size, which

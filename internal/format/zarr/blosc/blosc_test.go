@@ -291,19 +291,62 @@ func TestShuffleWordPaths(t *testing.T) {
 	}
 }
 
-func BenchmarkUnshuffle(b *testing.B) {
+// BenchmarkShuffle: the word paths against byte by byte (unshuffle) and
+// element by element (shuffle), float32.
+func BenchmarkShuffle(b *testing.B) {
 	src := sample(1<<18, 4, 1)
 	dst := make([]byte, len(src))
-	b.Run("words", func(b *testing.B) {
-		b.SetBytes(int64(len(src)))
-		for range b.N {
-			unshuffle(dst, src, 4)
+	n := len(src) / 4
+	for _, c := range []struct {
+		name string
+		f    func()
+	}{
+		{"unshuffle/words", func() { unshuffle(dst, src, 4) }},
+		{"unshuffle/bytes", func() { unshuffleBytes(src, 4) }},
+		{"shuffle/words", func() { shuffle(dst, src, 4) }},
+		{"shuffle/elements", func() {
+			for i := range n {
+				v := binary.LittleEndian.Uint32(src[4*i:])
+				dst[i], dst[n+i], dst[2*n+i], dst[3*n+i] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+			}
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(src)))
+			for range b.N {
+				c.f()
+			}
+		})
+	}
+}
+
+// TestEncoderMatchesEncodeLZ4: an Encoder reused across frames of every
+// kind (empty, a leftover block, incompressible, stored as a copy) makes
+// EncodeLZ4's frames byte for byte.
+func TestEncoderMatchesEncodeLZ4(t *testing.T) {
+	r := rand.New(rand.NewSource(34))
+	noise := make([]byte, 300_001)
+	r.Read(noise)
+	var e Encoder
+	for _, ts := range []int{1, 2, 4, 8, 3} {
+		for _, src := range [][]byte{nil, sample(100, ts, 2), sample(70_001, ts, 3), sample(1<<20/ts, ts, 4), noise, noise[:5]} {
+			for _, mode := range []int{NoShuffle, Shuffle} {
+				want, err := EncodeLZ4(src, ts, mode)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := e.EncodeLZ4(src, ts, mode)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Fatalf("typesize %d, %d bytes, shuffle %d: the Encoder's frame differs from EncodeLZ4's", ts, len(src), mode)
+				}
+				back, err := Decode(got, len(src))
+				if err != nil || !bytes.Equal(back, src) {
+					t.Fatalf("typesize %d, %d bytes: does not decode back (%v)", ts, len(src), err)
+				}
+			}
 		}
-	})
-	b.Run("bytes", func(b *testing.B) {
-		b.SetBytes(int64(len(src)))
-		for range b.N {
-			unshuffleBytes(src, 4)
-		}
-	})
+	}
 }
