@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"errors"
+	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -32,12 +34,21 @@ type chunkedArray interface {
 	ReadChunk(dst []byte, idx []int) error
 }
 
+// rangedArray is a chunkedArray that also reads part of a chunk from
+// part of what is stored (Ranged: a Zarr v2 array of Blosc chunks): a
+// run then reads just its ranges, and no chunk is decoded whole.
+type rangedArray interface {
+	Ranged() bool
+	ReadChunkRange(dst []byte, idx []int, off int) error
+}
+
 // chunkedStore is a store output that takes an array a whole chunk at a
 // time: its chunk shape (nil: it takes bytes in order only), and the
-// array started for whole chunks.
+// array started for whole chunks, each put with room of roomBytes to
+// encode it in.
 type chunkedStore interface {
 	OutputChunks(name string) []int
-	ChunkWriter(name string, h format.Header) (func(idx []int, chunk []byte) error, error)
+	ChunkWriter(name string, h format.Header) (put func(idx []int, chunk, room []byte) error, roomBytes int, err error)
 }
 
 // chunkMeta is a store input's metadata as an output of its format keeps
@@ -58,7 +69,7 @@ type chunkedJob struct {
 const (
 	// chunkRunBytes is one run's input (and output): small, so that a
 	// worker's two buffers are nothing beside the chunks it reads.
-	chunkRunBytes = 1 << 20
+	chunkRunBytes = 512 << 10
 	// groupLimit bounds a group's output chunks, held at once; a job
 	// whose groups are larger (chunks an operator scatters widely, such
 	// as --chunks across the blocks of an s2d's channels) runs through
@@ -66,6 +77,12 @@ const (
 	groupLimit = 96 << 20
 	// inChunkLimit bounds one input chunk, decoded whole by each worker.
 	inChunkLimit = 64 << 20
+	// chunkRunGC is the collector's pace during a run, unless GOGC says
+	// otherwise. The big buffers are fileio's, outside the heap; the
+	// heap is a few megabytes live (scratch, the stored bytes of a run
+	// being decoded) and garbage made at a gigabyte a second, which the
+	// default pace (or a batch's 200) lets grow to several times that.
+	chunkRunGC = 25
 )
 
 // keptChunks is meta with, for every array a plan of whole blocks
@@ -126,7 +143,7 @@ func (w *writing) byChunks(j *MemberJob, mw format.MemberWriter) (done bool, err
 	if !ok {
 		return false, nil
 	}
-	put, err := cs.ChunkWriter(j.Name, j.Header)
+	put, roomBytes, err := cs.ChunkWriter(j.Name, j.Header)
 	if err != nil {
 		return true, err
 	}
@@ -142,7 +159,10 @@ func (w *writing) byChunks(j *MemberJob, mw format.MemberWriter) (done bool, err
 		progress = func(int64) {}
 	}
 	readErr := func(err error) error { return computed(c.t.inflateErr(err)) }
-	if err := r.run(arr, put, threads, progress, readErr); err != nil {
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(chunkRunGC))
+	}
+	if err := r.run(arr, put, roomBytes, threads, progress, readErr); err != nil {
 		return true, w.memberErr(j, err)
 	}
 	return true, nil
@@ -377,7 +397,9 @@ type outputChunk struct {
 
 // run computes the job: group after group, its runs on every worker,
 // then its output chunks encoded and put on every worker.
-func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk []byte) error, threads int, progress func(int64), readErr func(error) error) error {
+func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte) error, roomBytes, threads int, progress func(int64), readErr func(error) error) error {
+	rooms := &bufferSet{size: roomBytes}
+	defer rooms.close()
 	inBufs := &bufferSet{size: r.in.chunkBytes}
 	outBufs := &bufferSet{size: r.out.chunkBytes}
 	runBufs := &bufferSet{size: r.ck.MaxBytes()}
@@ -414,6 +436,10 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk []byte) error
 			inBufs.put(c.b)
 		}
 	}
+	ranged, _ := arr.(rangedArray)
+	if ranged != nil && !ranged.Ranged() {
+		ranged = nil
+	}
 	for _, g := range r.groups {
 		outs := make(map[int]*outputChunk, len(g.outs))
 		for _, id := range g.outs {
@@ -435,6 +461,16 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk []byte) error
 			var err error
 			for _, s := range ch.In {
 				r.in.runs(s.Off, s.Len, idx[:len(r.in.shape)], func(id, at, ln int) {
+					if err != nil {
+						return
+					}
+					if ranged != nil {
+						if err = ranged.ReadChunkRange(src[pos:pos+ln], r.in.index(id), at); err != nil {
+							err = readErr(err)
+						}
+						pos += ln
+						return
+					}
 					c := input(id)
 					if c.err != nil {
 						err = c.err
@@ -448,7 +484,9 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk []byte) error
 				}
 			}
 			for _, id := range r.reads[i] {
-				done(id)
+				if ranged == nil {
+					done(id)
+				}
 			}
 			if err := r.ck.Run(ch, dst, src, 1); err != nil {
 				return err
@@ -474,7 +512,9 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk []byte) error
 			if int(o.filled.Load()) != r.out.inArray(id) {
 				return errors.New("internal error: an output chunk was not filled")
 			}
-			err := put(r.out.index(id), o.b)
+			room := rooms.get()
+			err := put(r.out.index(id), o.b, room)
+			rooms.put(room)
 			outBufs.put(o.b)
 			return err
 		})

@@ -1,9 +1,14 @@
 package zarr
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"slices"
+	"sync"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/zarr/blosc"
 )
 
 // A job whose output chunks are each a function of a few input chunks
@@ -67,19 +72,134 @@ func (sw *storeWriter) OutputChunks(name string) []int {
 // ChunkWriter starts the next array (as Member does) for a writer of
 // whole chunks: put encodes and stores the chunk at grid index idx from
 // its C-order bytes (a whole chunk, an edge chunk padded with the fill
-// value). put is safe from several goroutines.
-func (sw *storeWriter) ChunkWriter(name string, h format.Header) (put func(idx []int, chunk []byte) error, err error) {
+// value), encoding into room where the codec can when room has
+// roomBytes of capacity. put is safe from several goroutines, each with
+// its own room.
+//
+// The caller's room, reused from one put to the next: the store's Put
+// has written the bytes (a directory's file) or copied them by the time
+// it returns. Fresh memory for each encoded chunk was most of the heap
+// of a run, which the collector lets grow to a multiple of it.
+func (sw *storeWriter) ChunkWriter(name string, h format.Header) (put func(idx []int, chunk, room []byte) error, roomBytes int, err error) {
 	if sw.OutputChunks(name) == nil {
-		return nil, nil
+		return nil, 0, nil
 	}
 	a := sw.arrays[sw.next]
 	sw.next++
 	s := &slabWriter{sw: sw, a: a} // for its key
-	return func(idx []int, chunk []byte) error {
-		enc, err := sw.encodeChunk(chunk, a.h.DType.Size)
+	bound := blosc.FrameBound(prodInts(a.chunks)*a.h.DType.Size, a.h.DType.Size)
+	return func(idx []int, chunk, room []byte) error {
+		enc, err := sw.encodeChunkInto(room[:0], chunk, a.h.DType.Size)
 		if err != nil {
 			return err
 		}
 		return sw.w.Put(a.prefix+s.key(idx), enc)
-	}, nil
+	}, bound, nil
+}
+
+// Ranged says that ReadChunkRange reads part of a chunk from part of its
+// object: v2 chunks in C order compressed by Blosc, whose block table
+// says where each block of the chunk is stored.
+func (r *reader) Ranged() bool { return r.a.bloscV2 && !r.a.FOrder && r.a.shard == nil }
+
+// ReadChunkRange fills dst with the bytes [off, off+len(dst)) of chunk
+// idx's C-order bytes (Ranged arrays): the frame's head is read once per
+// chunk, then only the blocks that hold the part; the fill value where
+// the store lacks the chunk. Safe from several goroutines.
+func (r *reader) ReadChunkRange(dst []byte, idx []int, off int) error {
+	a := r.a
+	key := r.prefix + a.key(keyIndex(a, idx))
+	f := r.frameOf(key)
+	if f.err != nil {
+		return fmt.Errorf("chunk %s: %w", key, f.err)
+	}
+	if f.missing {
+		fill(dst, a.Fill)
+		return nil
+	}
+	lo, hi := f.ix.Span(off, len(dst))
+	stored, err := r.st.ReadRange(key, int64(lo), int64(hi-lo))
+	if err != nil {
+		return fmt.Errorf("chunk %s: %w", key, err)
+	}
+	tmp := spanScratch.Get().(*[]byte)
+	defer spanScratch.Put(tmp)
+	if need := 3 * f.ix.BlockSize; cap(*tmp) < need {
+		*tmp = make([]byte, need)
+	}
+	if err := f.ix.DecodeSpan(dst, off, stored, (*tmp)[:cap(*tmp)]); err != nil {
+		return fmt.Errorf("chunk %s: %w", key, err)
+	}
+	return nil
+}
+
+// spanScratch holds DecodeSpan's scratch blocks between calls.
+var spanScratch = sync.Pool{New: func() any { return new([]byte) }}
+
+// frame is a chunk's Blosc head, read once: its index, or that the store
+// lacks the chunk, or why it cannot be read.
+type frame struct {
+	once    sync.Once
+	ix      *blosc.Index
+	missing bool
+	err     error
+}
+
+// frameOf reads (once) the head of chunk key's frame. The heads kept are
+// a few bytes a block; past maxFrames they are dropped and read again if
+// asked for.
+func (r *reader) frameOf(key string) *frame {
+	r.framesMu.Lock()
+	if r.frames == nil || len(r.frames) > maxFrames {
+		r.frames = map[string]*frame{}
+	}
+	f := r.frames[key]
+	if f == nil {
+		f = &frame{}
+		r.frames[key] = f
+	}
+	r.framesMu.Unlock()
+	f.once.Do(func() { f.ix, f.missing, f.err = r.readHead(key) })
+	return f
+}
+
+const maxFrames = 4096
+
+// readHead reads a chunk's Blosc header and block table, checking the
+// object's size as a whole read does (readBounded) and the frame's
+// uncompressed size against the chunk's.
+func (r *reader) readHead(key string) (*blosc.Index, bool, error) {
+	size, err := r.st.Size(key)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if limit := maxStoredChunk(r.a); size > limit {
+		return nil, false, fmt.Errorf("%s holds %d bytes, more than it can (at most %d): not read", key, size, limit)
+	}
+	first, err := r.st.ReadRange(key, 0, min(size, blosc.HeaderSize))
+	if err != nil {
+		return nil, false, err
+	}
+	hb, err := blosc.HeadBytes(first)
+	if err != nil {
+		return nil, false, err
+	}
+	if int64(hb) > size {
+		return nil, false, fmt.Errorf("blosc frame of %d bytes cannot hold its %d-byte block table", size, hb)
+	}
+	head, err := r.st.ReadRange(key, 0, int64(hb))
+	if err != nil {
+		return nil, false, err
+	}
+	ix, err := blosc.ParseIndex(head, int(size))
+	if err != nil {
+		return nil, false, err
+	}
+	if ix.NBytes != chunkBytes(r.a) {
+		return nil, false, fmt.Errorf("blosc frame holds %d bytes, want %d", ix.NBytes, chunkBytes(r.a))
+	}
+	return ix, false, nil
 }

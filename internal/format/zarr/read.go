@@ -160,6 +160,9 @@ type reader struct {
 	// shards is ReadChunk's cache of shard indexes.
 	shardsOnce sync.Once
 	shards     *shardCache
+	// frames are ReadChunkRange's chunk heads.
+	framesMu sync.Mutex
+	frames   map[string]*frame
 }
 
 func (r *reader) InflateData() ([]byte, error) {

@@ -439,6 +439,12 @@ func v3CodecsJSON(codec string, d format.DType) []any {
 
 // encodeChunk compresses one chunk's bytes with the store's codec.
 func (sw *storeWriter) encodeChunk(b []byte, typesize int) ([]byte, error) {
+	return sw.encodeChunkInto(nil, b, typesize)
+}
+
+// encodeChunkInto is encodeChunk into room's memory where the codec can
+// (Blosc, when room has blosc.FrameBound's).
+func (sw *storeWriter) encodeChunkInto(room, b []byte, typesize int) ([]byte, error) {
 	switch sw.codec {
 	case "none":
 		return b, nil
@@ -450,7 +456,7 @@ func (sw *storeWriter) encodeChunk(b []byte, typesize int) ([]byte, error) {
 		if len(b) < encodeParallelBytes {
 			e := bloscEncoders.Get().(*blosc.Encoder)
 			defer bloscEncoders.Put(e)
-			return e.EncodeLZ4(b, typesize, mode)
+			return e.EncodeLZ4(room, b, typesize, mode)
 		}
 		return blosc.EncodeLZ4(b, typesize, mode)
 	case "zstd":

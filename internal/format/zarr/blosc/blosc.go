@@ -106,8 +106,14 @@ func (h Header) Shuffle() int {
 // ParseHeader reads and checks a frame's header against the frame's
 // length.
 func ParseHeader(src []byte) (Header, error) {
-	if len(src) < HeaderSize {
-		return Header{}, fmt.Errorf("blosc frame of %d bytes is shorter than its 16-byte header", len(src))
+	return parseHeader(src, len(src))
+}
+
+// parseHeader reads the header at the start of src, a frame of size
+// bytes (src may hold only its first bytes).
+func parseHeader(src []byte, size int) (Header, error) {
+	if len(src) < HeaderSize || size < HeaderSize {
+		return Header{}, fmt.Errorf("blosc frame of %d bytes is shorter than its 16-byte header", size)
 	}
 	h := Header{
 		Version:   src[0],
@@ -123,8 +129,8 @@ func ParseHeader(src []byte) (Header, error) {
 		return h, fmt.Errorf("blosc format version %d (want %d, c-blosc 1.x)", h.Version, formatVersion)
 	case h.Flags&flagReserved != 0:
 		return h, fmt.Errorf("blosc flags %#x set a reserved bit", h.Flags)
-	case h.CBytes != len(src):
-		return h, fmt.Errorf("blosc header says the frame is %d bytes but it holds %d", h.CBytes, len(src))
+	case h.CBytes != size:
+		return h, fmt.Errorf("blosc header says the frame is %d bytes but it holds %d", h.CBytes, size)
 	case h.NBytes > 1<<31-1-HeaderSize:
 		return h, fmt.Errorf("blosc header's uncompressed size %d is over Blosc's limit", h.NBytes)
 	case h.NBytes == 0:
@@ -233,35 +239,46 @@ func decodeBlocks(h Header, dec func(dst, src []byte) error, src, dst []byte, w,
 		bsize := min(h.BlockSize, h.NBytes-b*h.BlockSize)
 		leftover := b == nblocks-1 && h.NBytes%h.BlockSize != 0
 		out := dst[b*h.BlockSize : b*h.BlockSize+bsize]
-		into := out
-		if shuffle != NoShuffle {
-			into = tmp[:bsize]
-		}
-		if err := decodeBlock(h, dec, src, start, into, leftover); err != nil {
+		if err := decodeShuffled(h, dec, src, HeaderSize, start, out, tmp, tmp2, leftover); err != nil {
 			return fmt.Errorf("blosc block %d: %w", b, err)
 		}
-		switch {
-		case shuffle == Shuffle:
-			unshuffle(out, into, h.TypeSize)
-		case shuffle == BitShuffle && bsize >= h.TypeSize:
-			bitUnshuffle(out, into, tmp2[:bsize], h.TypeSize)
-		case shuffle == BitShuffle:
-			copy(out, into)
-		}
+	}
+	return nil
+}
+
+// decodeShuffled decodes the block whose streams start at src[start:]
+// into out, its size, and undoes its shuffle (through tmp and tmp2, as
+// large, or nil when the frame has none).
+func decodeShuffled(h Header, dec func(dst, src []byte) error, src []byte, floor, start int, out, tmp, tmp2 []byte, leftover bool) error {
+	shuffle := h.Shuffle()
+	into := out
+	if shuffle != NoShuffle {
+		into = tmp[:len(out)]
+	}
+	if err := decodeBlock(h, dec, src, floor, start, into, leftover); err != nil {
+		return err
+	}
+	switch {
+	case shuffle == Shuffle:
+		unshuffle(out, into, h.TypeSize)
+	case shuffle == BitShuffle && len(out) >= h.TypeSize:
+		bitUnshuffle(out, into, tmp2[:len(out)], h.TypeSize)
+	case shuffle == BitShuffle:
+		copy(out, into)
 	}
 	return nil
 }
 
 // decodeBlock decompresses one block's streams, which start at src[off:],
 // into dst (the block's size).
-func decodeBlock(h Header, dec func(dst, src []byte) error, src []byte, off int, dst []byte, leftover bool) error {
+func decodeBlock(h Header, dec func(dst, src []byte) error, src []byte, floor, off int, dst []byte, leftover bool) error {
 	nsplits := 1
 	if h.Flags&flagDontSplit == 0 && h.TypeSize <= maxSplits && len(dst)/h.TypeSize >= minBufferSize && !leftover {
 		nsplits = h.TypeSize
 	}
 	neblock := len(dst) / nsplits
 	for j := range nsplits {
-		if off < HeaderSize || off > len(src)-4 {
+		if off < floor || off > len(src)-4 {
 			return fmt.Errorf("stream %d starts at %d, outside the frame of %d bytes", j, off, len(src))
 		}
 		cbytes := int(int32(binary.LittleEndian.Uint32(src[off:])))

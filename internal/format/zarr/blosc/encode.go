@@ -119,9 +119,17 @@ type Encoder struct {
 	tmp, stream []byte
 }
 
+// FrameBound is the room an Encoder's frame of n bytes may need: up to
+// a copy's size, and one block's streams past it before it knows.
+func FrameBound(n, typesize int) int {
+	bs := blockSize(n, typesize)
+	return n + HeaderSize + 4*((n+bs-1)/bs) + bs + 4*maxSplits
+}
+
 // EncodeLZ4 is EncodeLZ4's frame, its blocks compressed one after the
-// other straight into the frame.
-func (e *Encoder) EncodeLZ4(src []byte, typesize, shuffleMode int) ([]byte, error) {
+// other straight into the frame: into dst's room when it has
+// FrameBound's, else into a new slice.
+func (e *Encoder) EncodeLZ4(dst, src []byte, typesize, shuffleMode int) ([]byte, error) {
 	flags, bs, split, err := frameOf(src, typesize, shuffleMode)
 	if err != nil {
 		return nil, err
@@ -137,7 +145,11 @@ func (e *Encoder) EncodeLZ4(src []byte, typesize, shuffleMode int) ([]byte, erro
 	}
 	// Room for a frame up to its limit and one block's streams past it:
 	// a frame that passes the limit is stored as a copy.
-	out := make([]byte, HeaderSize+4*nblocks, limit+4*nblocks+bs+4*maxSplits)
+	out := dst[:0]
+	if bound := FrameBound(nbytes, typesize); cap(out) < bound {
+		out = make([]byte, 0, bound)
+	}
+	out = out[:HeaderSize+4*nblocks]
 	for b := 0; b < nblocks && len(out) <= limit; b++ {
 		binary.LittleEndian.PutUint32(out[HeaderSize+4*b:], uint32(len(out)))
 		block := src[b*bs : min((b+1)*bs, nbytes)]
