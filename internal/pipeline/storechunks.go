@@ -77,13 +77,30 @@ const (
 	groupLimit = 96 << 20
 	// inChunkLimit bounds one input chunk, decoded whole by each worker.
 	inChunkLimit = 64 << 20
-	// chunkRunGC is the collector's pace during a run, unless GOGC says
-	// otherwise. The big buffers are fileio's, outside the heap; the
-	// heap is a few megabytes live (scratch, the stored bytes of a run
-	// being decoded) and garbage made at a gigabyte a second, which the
-	// default pace (or a batch's 200) lets grow to several times that.
-	chunkRunGC = 25
+	// chunkRunHeap is the room the heap gets during a run, unless GOGC
+	// or GOMEMLIMIT say otherwise. The big buffers are fileio's, outside
+	// the heap; the heap is a few megabytes live (scratch, the stored
+	// bytes of the runs being decoded) and garbage made at a gigabyte a
+	// second. A pace (GOGC) scales with the live heap: 100 or a batch's
+	// 200 let it grow to 30-40 MiB, and 25, which kept it near 20, ran
+	// the collector some 400 times a job, 15-20% of its CPU. A fixed room
+	// collects once per chunkRunHeap of garbage.
+	chunkRunHeap = 16 << 20
 )
+
+// collectAt turns the collector's pace off and has it collect when the
+// runtime's memory grows chunkRunHeap past what it is now; the returned
+// function puts the pace and limit back.
+func collectAt(room int64) func() {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	limit := debug.SetMemoryLimit(int64(ms.Sys-ms.HeapReleased) + room)
+	pace := debug.SetGCPercent(-1)
+	return func() {
+		debug.SetGCPercent(pace)
+		debug.SetMemoryLimit(limit)
+	}
+}
 
 // keptChunks is meta with, for every array a plan of whole blocks
 // changes, the output's chunk shape that keeps the input's: the input's
@@ -112,10 +129,17 @@ func keptChunks(meta any, jobs []MemberJob) any {
 }
 
 // operatorChunks is the chunk shape chunks through plan's operator, or nil
-// when the operator does not take it whole.
+// when the operator does not take it whole, or when the plan is not its
+// Request's (reorder and convert plan their own) or keeps the shape (the
+// writer keeps the input's chunks then).
 func operatorChunks(p *ops.Plan, chunks []int) []int {
-	req := p.Request
-	sub, err := ops.NewPlan(req, chunks, p.ElemSize, false)
+	if slices.Equal(p.In, p.Out) {
+		return nil
+	}
+	if whole, err := ops.NewPlan(p.Request, p.In, p.ElemSize, false); err != nil || !slices.Equal(whole.Out, p.Out) {
+		return nil
+	}
+	sub, err := ops.NewPlan(p.Request, chunks, p.ElemSize, false)
 	if err != nil || !sub.Streams() {
 		return nil
 	}
@@ -159,8 +183,8 @@ func (w *writing) byChunks(j *MemberJob, mw format.MemberWriter) (done bool, err
 		progress = func(int64) {}
 	}
 	readErr := func(err error) error { return computed(c.t.inflateErr(err)) }
-	if os.Getenv("GOGC") == "" {
-		defer debug.SetGCPercent(debug.SetGCPercent(chunkRunGC))
+	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
+		defer collectAt(chunkRunHeap)()
 	}
 	if err := r.run(arr, put, roomBytes, threads, progress, readErr); err != nil {
 		return true, w.memberErr(j, err)
