@@ -313,8 +313,7 @@ func newChunkRun(p *ops.Plan, inChunk, outChunk []int) (*chunkRun, bool) {
 	for i := range parent {
 		parent[i] = i
 	}
-	var root func(x int) int
-	root = func(x int) int {
+	root := func(x int) int {
 		for parent[x] != x {
 			parent[x] = parent[parent[x]]
 			x = parent[x]
