@@ -2,12 +2,18 @@ package pipeline
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/depthspace/depthspace/internal/format"
 	"github.com/depthspace/depthspace/internal/ops"
 )
 
@@ -201,4 +207,84 @@ func TestChunkRunRefusesWideGroups(t *testing.T) {
 	if _, ok := newChunkRun(p, []int{1, 1, 1024, 4096}, []int{1, 4, 512, 2048}); !ok {
 		t.Fatal("the chunks the operator keeps: not run chunk to chunk")
 	}
+}
+
+// TestStoreToStoreCorruptChunk: a job chunk to chunk whose input has a
+// chunk that does not decode (a Blosc frame cut short, a block table
+// pointing past the frame) fails naming the input and the chunk, and
+// leaves nothing at the output; the same job on the intact store gives
+// what the same job on the npy gives.
+func TestStoreToStoreCorruptChunk(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewSource(2))
+	shape := []int{1, 4, 512, 512}
+	data := make([]byte, 4*512*512*4)
+	for i := range data {
+		data[i] = byte(rng.Intn(4)) // compressible: Blosc frames of many blocks
+	}
+	in := filepath.Join(dir, "in.npy")
+	writeNpy(t, in, "<f4", shape, false, data)
+	store := filepath.Join(dir, "in.zarr")
+	if _, err := Transform(Options{Planner: ops.NewCopy, Source: Source{Path: in}, Output: store, To: "zarr",
+		Store: format.WriteOptions{Chunks: []int{1, 1, 512, 512}}}); err != nil {
+		t.Fatal(err)
+	}
+	s2d := func(src, out string) error {
+		_, err := Transform(Options{Request: ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}, Source: Source{Path: src}, Output: out, To: "zarr", Threads: 2})
+		return err
+	}
+	before := chunkToChunkJobs.Load()
+	if err := s2d(store, filepath.Join(dir, "ok.zarr")); err != nil {
+		t.Fatal(err)
+	}
+	if chunkToChunkJobs.Load() != before+1 {
+		t.Fatal("the store's s2d did not run chunk to chunk")
+	}
+	if err := s2d(in, filepath.Join(dir, "ok.npy")); err != nil {
+		t.Fatal(err)
+	}
+	got := readTensorData(t, filepath.Join(dir, "ok.zarr"))
+	want := readTensorData(t, filepath.Join(dir, "ok.npy"))
+	if !bytes.Equal(got, want) {
+		t.Fatal("the store's s2d differs from the npy's")
+	}
+	chunk := filepath.Join(store, "0.2.0.0")
+	frame, err := os.ReadFile(chunk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := binary.LittleEndian.Uint32(frame[4:]) / binary.LittleEndian.Uint32(frame[8:]); n < 2 {
+		t.Fatalf("the chunk's frame has %d blocks: the test needs several", n)
+	}
+	for name, bad := range map[string][]byte{
+		"cut short":  frame[:len(frame)-7],
+		"block past": append(append(bytes.Clone(frame[:16]), 0xff, 0xff, 0xff, 0x7f), frame[20:]...),
+	} {
+		if err := os.WriteFile(chunk, bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "bad.zarr")
+		err := s2d(store, out)
+		var pe *PathError
+		if !errors.As(err, &pe) || pe.Path != store || !strings.Contains(err.Error(), "chunk 0.2.0.0") {
+			t.Fatalf("%s: %v, want an error naming %s and the chunk", name, err, store)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Fatalf("%s: the output exists after the failure", name)
+		}
+	}
+}
+
+// readTensorData is the data of the one tensor at path.
+func readTensorData(t *testing.T, path string) []byte {
+	t.Helper()
+	ts, err := LoadAll(Source{Path: path, Deferred: true})
+	if err != nil || len(ts) != 1 {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if err := ts[0].Bring(); err != nil {
+		t.Fatal(err)
+	}
+	defer ts[0].Release()
+	return bytes.Clone(ts[0].Data)
 }
