@@ -443,7 +443,11 @@ func (sw *storeWriter) encodeChunk(b []byte, typesize int) ([]byte, error) {
 }
 
 // encodeChunkInto is encodeChunk into room's memory where the codec can
-// (Blosc, when room has blosc.FrameBound's).
+// (Blosc, when room has blosc.FrameBound's). With a room, the caller
+// encodes chunks on several goroutines (the run chunk to chunk), and a
+// frame is made on one goroutine with an Encoder of the pool; without,
+// a large frame's blocks are compressed on several (a slab of one
+// chunk is one job).
 func (sw *storeWriter) encodeChunkInto(room, b []byte, typesize int) ([]byte, error) {
 	switch sw.codec {
 	case "none":
@@ -453,7 +457,7 @@ func (sw *storeWriter) encodeChunkInto(room, b []byte, typesize int) ([]byte, er
 		if sw.codec == "blosc-lz4" {
 			mode = blosc.NoShuffle
 		}
-		if len(b) < encodeParallelBytes {
+		if room != nil {
 			e := bloscEncoders.Get().(*blosc.Encoder)
 			defer bloscEncoders.Put(e)
 			return e.EncodeLZ4(room, b, typesize, mode)
@@ -495,14 +499,8 @@ func (sw *storeWriter) encodeChunkInto(room, b []byte, typesize int) ([]byte, er
 	return nil, fmt.Errorf("internal error: codec %q", sw.codec)
 }
 
-// Chunks are encoded on several goroutines at once (a slab's, a group's
-// of a run chunk to chunk), each on one goroutine with an Encoder of the
-// pool, whose buffers and lz4 state outlive the chunk; a chunk larger
-// than encodeParallelBytes has its blocks compressed on several
-// goroutines itself (blosc.EncodeLZ4).
+// bloscEncoders keep their buffers and lz4 state from chunk to chunk.
 var bloscEncoders = sync.Pool{New: func() any { return new(blosc.Encoder) }}
-
-const encodeParallelBytes = 64 << 20
 
 // zstdEncoder is shared: EncodeAll is safe from several goroutines.
 // Single segment: every frame then states its content size, which
