@@ -117,20 +117,99 @@ func (r *reader) ReadChunkRange(dst []byte, idx []int, off int) error {
 		fill(dst, a.Fill)
 		return nil
 	}
-	lo, hi := f.ix.Span(off, len(dst))
+	ix := f.ix
+	bs := ix.BlockSize
+	if ix.Memcpyed() || len(dst) == 0 {
+		return r.readSpan(key, ix, dst, off)
+	}
+	// The blocks wholly inside the part are decoded into dst; a block the
+	// part cuts into is decoded whole once into the block cache, where
+	// the parts of it that other runs read find it (a d2s reads each
+	// input block in several parts, one per block offset).
+	n := len(dst)
+	for b := off / bs; b*bs < off+n; {
+		first, size := b*bs, min(bs, ix.NBytes-b*bs)
+		if first >= off && first+size <= off+n {
+			e := b + 1
+			for e*bs < off+n && min((e+1)*bs, ix.NBytes) <= off+n {
+				e++
+			}
+			end := min(e*bs, ix.NBytes)
+			if err := r.readSpan(key, ix, dst[first-off:end-off], first); err != nil {
+				return err
+			}
+			b = e
+			continue
+		}
+		blk, err := r.block(key, ix, b)
+		if err != nil {
+			return err
+		}
+		lo, hi := max(first, off), min(first+size, off+n)
+		copy(dst[lo-off:hi-off], blk[lo-first:hi-first])
+		b++
+	}
+	return nil
+}
+
+// readSpan reads and decodes the data bytes [off, off+len(dst)) of chunk
+// key, whose frame's index is ix.
+func (r *reader) readSpan(key string, ix *blosc.Index, dst []byte, off int) error {
+	lo, hi := ix.Span(off, len(dst))
 	stored, err := r.st.ReadRange(key, int64(lo), int64(hi-lo))
 	if err != nil {
 		return fmt.Errorf("chunk %s: %w", key, err)
 	}
 	tmp := spanScratch.Get().(*[]byte)
 	defer spanScratch.Put(tmp)
-	if need := 3 * f.ix.BlockSize; cap(*tmp) < need {
+	if need := 3 * ix.BlockSize; cap(*tmp) < need {
 		*tmp = make([]byte, need)
 	}
-	if err := f.ix.DecodeSpan(dst, off, stored, (*tmp)[:cap(*tmp)]); err != nil {
+	if err := ix.DecodeSpan(dst, off, stored, (*tmp)[:cap(*tmp)]); err != nil {
 		return fmt.Errorf("chunk %s: %w", key, err)
 	}
 	return nil
+}
+
+// cachedBlock is one decoded block of a chunk, decoded once.
+type cachedBlock struct {
+	key  string
+	b    int
+	once sync.Once
+	data []byte
+	err  error
+}
+
+// blockCacheSize is how many decoded blocks the reader keeps: the parts
+// of a block are read by runs close together, one per block offset of a
+// d2s (4 for a block of 2, 9 for 3), on every worker.
+const blockCacheSize = 32
+
+// block is block b of chunk key decoded, from the cache or into it (the
+// oldest block is let go).
+func (r *reader) block(key string, ix *blosc.Index, b int) ([]byte, error) {
+	r.framesMu.Lock()
+	var c *cachedBlock
+	for _, e := range r.blocks {
+		if e.key == key && e.b == b {
+			c = e
+			break
+		}
+	}
+	if c == nil {
+		c = &cachedBlock{key: key, b: b}
+		if len(r.blocks) == blockCacheSize {
+			r.blocks = r.blocks[1:]
+		}
+		r.blocks = append(r.blocks, c)
+	}
+	r.framesMu.Unlock()
+	c.once.Do(func() {
+		first := b * ix.BlockSize
+		c.data = make([]byte, min(ix.BlockSize, ix.NBytes-first))
+		c.err = r.readSpan(key, ix, c.data, first)
+	})
+	return c.data, c.err
 }
 
 // spanScratch holds DecodeSpan's scratch blocks between calls.

@@ -160,9 +160,11 @@ type reader struct {
 	// shards is ReadChunk's cache of shard indexes.
 	shardsOnce sync.Once
 	shards     *shardCache
-	// frames are ReadChunkRange's chunk heads.
+	// frames are ReadChunkRange's chunk heads, blocks the blocks it
+	// decoded whole to read parts of them, the newest last.
 	framesMu sync.Mutex
 	frames   map[string]*frame
+	blocks   []*cachedBlock
 }
 
 func (r *reader) InflateData() ([]byte, error) {

@@ -69,6 +69,9 @@ func ParseIndex(head []byte, size int) (*Index, error) {
 	return ix, nil
 }
 
+// Memcpyed says the frame holds its data as they are, after the header.
+func (ix *Index) Memcpyed() bool { return ix.Flags&flagMemcpyed != 0 }
+
 // Span is where the data bytes [off, off+n) are stored: the frame's bytes
 // [lo, hi), which hold the blocks the data lie in (and any stored among
 // them).
