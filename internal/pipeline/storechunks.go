@@ -89,17 +89,39 @@ const (
 )
 
 // collectAt turns the collector's pace off and has it collect when the
-// runtime's memory grows chunkRunHeap past what it is now; the returned
-// function puts the pace and limit back.
+// runtime's memory grows room past what it is now; the returned function
+// puts the pace and limit back. Runs at once (a batch's files) each add
+// their room, and the last one out restores the settings the first found.
 func collectAt(room int64) func() {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	limit := debug.SetMemoryLimit(int64(ms.Sys-ms.HeapReleased) + room)
-	pace := debug.SetGCPercent(-1)
-	return func() {
-		debug.SetGCPercent(pace)
-		debug.SetMemoryLimit(limit)
+	gcRoom.Lock()
+	defer gcRoom.Unlock()
+	if gcRoom.runs == 0 {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		gcRoom.limit = debug.SetMemoryLimit(int64(ms.Sys-ms.HeapReleased) + room)
+		gcRoom.pace = debug.SetGCPercent(-1)
+	} else {
+		debug.SetMemoryLimit(debug.SetMemoryLimit(-1) + room)
 	}
+	gcRoom.runs++
+	return func() {
+		gcRoom.Lock()
+		defer gcRoom.Unlock()
+		if gcRoom.runs--; gcRoom.runs > 0 {
+			debug.SetMemoryLimit(debug.SetMemoryLimit(-1) - room)
+			return
+		}
+		debug.SetGCPercent(gcRoom.pace)
+		debug.SetMemoryLimit(gcRoom.limit)
+	}
+}
+
+// gcRoom is the collector's settings before the runs now going set them.
+var gcRoom struct {
+	sync.Mutex
+	runs  int
+	limit int64
+	pace  int
 }
 
 // keptChunks is meta with, for every array a plan of whole blocks
