@@ -3,10 +3,13 @@
 # shuffle, 16 MiB chunks [1, 1, 1024, 4096] of [1, 16, 4096, 4096]) into a
 # v2 store, by depthspace and by zarr-python + numpy doing the same job
 # (z[:], reshape, transpose, reshape, write with zarr-python's default
-# compressor, 16 MiB chunks), N times in turn (GNU time: wall seconds
-# and peak RSS; RssAnon, what the process holds itself, from
-# /proc/PID/status sampled every 50 ms), printing the medians and the
-# median of the pairs' ratios. The two outputs are checked equal.
+# compressor, 16 MiB chunks), N times in turn (GNU time: wall seconds,
+# CPU seconds (user + system) and peak RSS; RssAnon, what the process
+# holds itself, from /proc/PID/status sampled every 50 ms), printing the
+# medians and the medians of the pairs' wall and CPU ratios. The two
+# outputs are checked equal. depthspace keeps the input's chunking
+# through the operator: its output chunks are [1, 4, 512, 2048], 16 MiB
+# as the peer's [1, 1, 2048, 2048].
 #   bench/zarr.sh [--rounds N] [--scratch DIR] [--keep]
 # Needs Go, GNU time and Debian's python3-zarr (with numcodecs).
 set -euo pipefail
@@ -46,9 +49,9 @@ zarr.save_array(dst, b, chunks=(1, 1, 2048, 2048))   # 16 MiB chunks, Blosc lz4 
 PY
 
 # rss CMD... runs CMD under GNU time and samples its RssAnon; prints
-# "wall_seconds peak_rss_kib peak_rssanon_kib".
+# "wall_seconds peak_rss_kib cpu_seconds peak_rssanon_kib".
 rss() {
-	/usr/bin/time -f "%e %M" -o "$d/time" "$@" &
+	/usr/bin/time -f "%e %M %U %S" -o "$d/time" "$@" &
 	local pid=$! anon=0 a
 	while kill -0 "$pid" 2>/dev/null; do
 		for p in $(pgrep -P "$pid") "$pid"; do
@@ -58,7 +61,7 @@ rss() {
 		sleep 0.05
 	done
 	wait "$pid"
-	echo "$(cat "$d/time") $anon"
+	awk -v anon="$anon" '{ print $1, $2, $3 + $4, anon }' "$d/time"
 }
 
 : > "$d/ds" ; : > "$d/py"
@@ -69,13 +72,16 @@ for i in $(seq "$rounds"); do
 done
 "$d/depthspace" compare "$d/out-ds.zarr" "$d/out-py.zarr" > /dev/null || { echo "outputs differ" >&2; exit 1; }
 paste "$d/ds" "$d/py" | awk -v rounds="$rounds" '
-	{ dw[NR] = $1; da[NR] = $3; pw[NR] = $4; pa[NR] = $6; r[NR] = $1 / $4 }
+	{ dw[NR] = $1; dc[NR] = $3; da[NR] = $4; pw[NR] = $5; pc[NR] = $7; pa[NR] = $8; r[NR] = $1 / $5; rc[NR] = $3 / $7 }
 	function median(x, n,   i, j, t) {
 		for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (x[j] < x[i]) { t = x[i]; x[i] = x[j]; x[j] = t }
 		return n % 2 ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2
 	}
 	END {
-		printf "depthspace s2d -b 2 (1 GiB float32 v2 store, blosc lz4): wall %.2f s, RssAnon %d MiB\n", median(dw, NR), median(da, NR) / 1024
-		printf "zarr-python + numpy, the same job:                   wall %.2f s, RssAnon %d MiB\n", median(pw, NR), median(pa, NR) / 1024
+		printf "pairs (wall s, CPU s, RssAnon MiB): depthspace / peer\n"
+		for (i = 1; i <= NR; i++) printf "  %.2f %.2f %d / %.2f %.2f %d\n", dw[i], dc[i], da[i] / 1024, pw[i], pc[i], pa[i] / 1024
+		printf "depthspace s2d -b 2 (1 GiB float32 v2 store, blosc lz4): wall %.2f s, CPU %.2f s, RssAnon %d MiB\n", median(dw, NR), median(dc, NR), median(da, NR) / 1024
+		printf "zarr-python + numpy, the same job:                   wall %.2f s, CPU %.2f s, RssAnon %d MiB\n", median(pw, NR), median(pc, NR), median(pa, NR) / 1024
 		printf "wall ratio (median of %d pairs): %.2f\n", NR, median(r, NR)
+		printf "CPU ratio (median of %d pairs):  %.2f\n", NR, median(rc, NR)
 	}'

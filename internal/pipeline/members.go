@@ -135,6 +135,9 @@ type MemberJob struct {
 	// ("stdin" when Piped, the stream read as it goes).
 	Input string
 	Piped bool
+	// byChunks, when set, is what a store output needs to run the job
+	// from the input's chunks to its own (storechunks.go).
+	byChunks *chunkedJob
 }
 
 // inputErr names the input in an error of the member's computation.
@@ -176,6 +179,7 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan, to format.Kind) [
 			Input: input, Piped: t.Stream != nil,
 		}
 		if p.Streams() {
+			jobs[i].byChunks = &chunkedJob{plan: p, t: t, progress: progress}
 			jobs[i].Stream = func(out sink, base int64, threads int) error {
 				if t.lazy != nil && !t.readsInPlace() {
 					// A big one inflated into a scratch file and read

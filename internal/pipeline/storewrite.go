@@ -33,16 +33,25 @@ func writeStore(d dest, f *format.Format, sf *format.StoreFormat, jobs []MemberJ
 	}
 	var meta any
 	if len(jobs) > 0 && jobs[0].From == f.Kind {
-		meta = jobs[0].Meta
+		meta = keptChunks(jobs[0].Meta, jobs)
 	}
 	err = func() error {
 		mw, err := sf.Create(out, specs, meta, d.store)
 		if err != nil {
 			return err
 		}
-		w := &writing{f: f, jobs: jobs, limit: d.limit}
-		if err := w.inOrder(nil, mw); err != nil {
-			return err
+		// Each member chunk to chunk where it can be (storechunks.go),
+		// else its bytes in order.
+		for i := range jobs {
+			w := &writing{f: f, jobs: jobs[i : i+1], limit: d.limit}
+			if done, err := w.byChunks(&jobs[i], mw); err != nil {
+				return err
+			} else if done {
+				continue
+			}
+			if err := w.inOrder(nil, mw); err != nil {
+				return err
+			}
 		}
 		return mw.Close()
 	}()

@@ -44,6 +44,9 @@ type Array struct {
 	decode func(dst, raw []byte) error
 	// shard is the sharding codec, when the chunks are shards.
 	shard *sharding
+	// bloscV2: v2 chunks compressed by Blosc, whose frames can be read a
+	// few blocks at a time (ReadChunkRange).
+	bloscV2 bool
 	// Codecs and Attrs are what info shows.
 	Codecs []string
 	// Missing counts chunks the store lacks, once counted.

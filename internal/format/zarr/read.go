@@ -160,6 +160,14 @@ type reader struct {
 	node
 	threads int
 	info    survey // info's count of the chunks (info.go)
+	// shards is ReadChunk's cache of shard indexes.
+	shardsOnce sync.Once
+	shards     *shardCache
+	// frames are ReadChunkRange's chunk heads, blocks the blocks it
+	// decoded whole to read parts of them, the newest last.
+	framesMu sync.Mutex
+	frames   map[string]*frame
+	blocks   []*cachedBlock
 }
 
 func (r *reader) InflateData() ([]byte, error) {
@@ -409,8 +417,11 @@ func (r *reader) chunk(dst []byte, idx []int, shards *shardCache) error {
 	return nil
 }
 
+// fill sets dst to the fill value v, repeated; to zeros when there is
+// none (a v2 fill_value of null), never leaving what a reused buffer held.
 func fill(dst, v []byte) {
 	if len(v) == 0 {
+		clear(dst)
 		return
 	}
 	copy(dst, v)

@@ -95,6 +95,7 @@ func parseV2(b []byte) (*Array, error) {
 	}
 	a.Codecs = []string{name}
 	a.decode = dec
+	a.bloscV2 = strings.HasPrefix(name, "blosc")
 	return a, nil
 }
 

@@ -444,13 +444,30 @@ func v3CodecsJSON(codec string, d format.DType) []any {
 
 // encodeChunk compresses one chunk's bytes with the store's codec.
 func (sw *storeWriter) encodeChunk(b []byte, typesize int) ([]byte, error) {
+	return sw.encodeChunkInto(nil, b, typesize)
+}
+
+// encodeChunkInto is encodeChunk into room's memory where the codec can
+// (Blosc, when room has blosc.FrameBound's). With a room, the caller
+// encodes chunks on several goroutines (the run chunk to chunk), and a
+// frame is made on one goroutine with an Encoder of the pool; without,
+// a large frame's blocks are compressed on several (a slab of one
+// chunk is one job).
+func (sw *storeWriter) encodeChunkInto(room, b []byte, typesize int) ([]byte, error) {
 	switch sw.codec {
 	case "none":
 		return b, nil
-	case "blosc-lz4-shuffle":
-		return blosc.EncodeLZ4(b, typesize, blosc.Shuffle)
-	case "blosc-lz4":
-		return blosc.EncodeLZ4(b, typesize, blosc.NoShuffle)
+	case "blosc-lz4-shuffle", "blosc-lz4":
+		mode := blosc.Shuffle
+		if sw.codec == "blosc-lz4" {
+			mode = blosc.NoShuffle
+		}
+		if room != nil {
+			e := bloscEncoders.Get().(*blosc.Encoder)
+			defer bloscEncoders.Put(e)
+			return e.EncodeLZ4(room, b, typesize, mode)
+		}
+		return blosc.EncodeLZ4(b, typesize, mode)
 	case "zstd":
 		return zstdEncoder.EncodeAll(b, make([]byte, 0, len(b)/2+64)), nil
 	case "gzip", "zlib":
@@ -486,6 +503,9 @@ func (sw *storeWriter) encodeChunk(b []byte, typesize int) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("internal error: codec %q", sw.codec)
 }
+
+// bloscEncoders keep their buffers and lz4 state from chunk to chunk.
+var bloscEncoders = sync.Pool{New: func() any { return new(blosc.Encoder) }}
 
 // zstdEncoder is shared: EncodeAll is safe from several goroutines.
 // Single segment: every frame then states its content size, which

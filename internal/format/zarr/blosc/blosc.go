@@ -106,8 +106,14 @@ func (h Header) Shuffle() int {
 // ParseHeader reads and checks a frame's header against the frame's
 // length.
 func ParseHeader(src []byte) (Header, error) {
-	if len(src) < HeaderSize {
-		return Header{}, fmt.Errorf("blosc frame of %d bytes is shorter than its 16-byte header", len(src))
+	return parseHeader(src, len(src))
+}
+
+// parseHeader reads the header at the start of src, a frame of size
+// bytes (src may hold only its first bytes).
+func parseHeader(src []byte, size int) (Header, error) {
+	if len(src) < HeaderSize || size < HeaderSize {
+		return Header{}, fmt.Errorf("blosc frame of %d bytes is shorter than its 16-byte header", size)
 	}
 	h := Header{
 		Version:   src[0],
@@ -123,8 +129,8 @@ func ParseHeader(src []byte) (Header, error) {
 		return h, fmt.Errorf("blosc format version %d (want %d, c-blosc 1.x)", h.Version, formatVersion)
 	case h.Flags&flagReserved != 0:
 		return h, fmt.Errorf("blosc flags %#x set a reserved bit", h.Flags)
-	case h.CBytes != len(src):
-		return h, fmt.Errorf("blosc header says the frame is %d bytes but it holds %d", h.CBytes, len(src))
+	case h.CBytes != size:
+		return h, fmt.Errorf("blosc header says the frame is %d bytes but it holds %d", h.CBytes, size)
 	case h.NBytes > 1<<31-1-HeaderSize:
 		return h, fmt.Errorf("blosc header's uncompressed size %d is over Blosc's limit", h.NBytes)
 	case h.NBytes == 0:
@@ -233,35 +239,46 @@ func decodeBlocks(h Header, dec func(dst, src []byte) error, src, dst []byte, w,
 		bsize := min(h.BlockSize, h.NBytes-b*h.BlockSize)
 		leftover := b == nblocks-1 && h.NBytes%h.BlockSize != 0
 		out := dst[b*h.BlockSize : b*h.BlockSize+bsize]
-		into := out
-		if shuffle != NoShuffle {
-			into = tmp[:bsize]
-		}
-		if err := decodeBlock(h, dec, src, start, into, leftover); err != nil {
+		if err := decodeShuffled(h, dec, src, HeaderSize, start, out, tmp, tmp2, leftover); err != nil {
 			return fmt.Errorf("blosc block %d: %w", b, err)
 		}
-		switch {
-		case shuffle == Shuffle:
-			unshuffle(out, into, h.TypeSize)
-		case shuffle == BitShuffle && bsize >= h.TypeSize:
-			bitUnshuffle(out, into, tmp2[:bsize], h.TypeSize)
-		case shuffle == BitShuffle:
-			copy(out, into)
-		}
+	}
+	return nil
+}
+
+// decodeShuffled decodes the block whose streams start at src[start:]
+// into out, its size, and undoes its shuffle (through tmp and tmp2, as
+// large, or nil when the frame has none).
+func decodeShuffled(h Header, dec func(dst, src []byte) error, src []byte, floor, start int, out, tmp, tmp2 []byte, leftover bool) error {
+	shuffle := h.Shuffle()
+	into := out
+	if shuffle != NoShuffle {
+		into = tmp[:len(out)]
+	}
+	if err := decodeBlock(h, dec, src, floor, start, into, leftover); err != nil {
+		return err
+	}
+	switch {
+	case shuffle == Shuffle:
+		unshuffle(out, into, h.TypeSize)
+	case shuffle == BitShuffle && len(out) >= h.TypeSize:
+		bitUnshuffle(out, into, tmp2[:len(out)], h.TypeSize)
+	case shuffle == BitShuffle:
+		copy(out, into)
 	}
 	return nil
 }
 
 // decodeBlock decompresses one block's streams, which start at src[off:],
 // into dst (the block's size).
-func decodeBlock(h Header, dec func(dst, src []byte) error, src []byte, off int, dst []byte, leftover bool) error {
+func decodeBlock(h Header, dec func(dst, src []byte) error, src []byte, floor, off int, dst []byte, leftover bool) error {
 	nsplits := 1
 	if h.Flags&flagDontSplit == 0 && h.TypeSize <= maxSplits && len(dst)/h.TypeSize >= minBufferSize && !leftover {
 		nsplits = h.TypeSize
 	}
 	neblock := len(dst) / nsplits
 	for j := range nsplits {
-		if off < HeaderSize || off > len(src)-4 {
+		if off < floor || off > len(src)-4 {
 			return fmt.Errorf("stream %d starts at %d, outside the frame of %d bytes", j, off, len(src))
 		}
 		cbytes := int(int32(binary.LittleEndian.Uint32(src[off:])))
@@ -346,8 +363,10 @@ func ReadExactly(r io.Reader, dst []byte) error {
 // unshuffle undoes the byte shuffle of one block: src holds byte j of
 // every element, then byte j+1, ...; bytes after the last whole element
 // were not shuffled. Elements of 2, 4 and 8 bytes are put together a
-// word at a time (BenchmarkUnshuffle, float32: 758 MB/s against 465 byte
-// by byte, on a loaded 2-core machine); other sizes byte by byte.
+// word at a time, 4 bytes 8 elements at a time (unshuffle4); other
+// sizes byte by byte. `go test -bench Shuffle ./internal/format/zarr/blosc`,
+// float32, 2-core VM at load 5, 27 Nov 2026: 3,087 MB/s against 899 byte
+// by byte; shuffle 3,324 MB/s against 2,266 an element at a time.
 func unshuffle(dst, src []byte, typesize int) {
 	n := len(src) / typesize
 	switch typesize {
@@ -360,7 +379,8 @@ func unshuffle(dst, src []byte, typesize int) {
 	case 4:
 		r0, r1, r2, r3 := src[:n], src[n:2*n], src[2*n:3*n], src[3*n:4*n]
 		d := dst[:4*n]
-		for i := range r0 {
+		i := unshuffle4(d, r0, r1, r2, r3)
+		for ; i < n; i++ {
 			binary.LittleEndian.PutUint32(d[4*i:], uint32(r0[i])|uint32(r1[i])<<8|uint32(r2[i])<<16|uint32(r3[i])<<24)
 		}
 	case 8:
@@ -384,6 +404,69 @@ func unshuffle(dst, src []byte, typesize int) {
 	copy(dst[n*typesize:], src[n*typesize:])
 }
 
+// Four-byte elements (float32, the common case) are shuffled 8 at a
+// time in 64-bit words: 4 loads and 4 stores of 8 bytes for 32 bytes,
+// where an element at a time stores them one by one (BenchmarkShuffle
+// gives the figures, in unshuffle's comment). Each word of two elements has its bytes zipped
+// (zip2), then the pairs of bytes of two words are joined into runs of
+// four, and two of those into a row's 8 bytes.
+
+// zip2 turns the bytes [a0 a1 a2 a3 b0 b1 b2 b3] of x (little-endian)
+// into [a0 b0 a1 b1 a2 b2 a3 b3]; its inverse is its steps reversed
+// (unzip2), each a swap of two fields.
+func zip2(x uint64) uint64 {
+	x = x&0xFFFF00000000FFFF | x&0x0000FFFF00000000>>16 | x&0x00000000FFFF0000<<16
+	return x&0xFF0000FFFF0000FF | x&0x00FF000000FF0000>>8 | x&0x0000FF000000FF00<<8
+}
+
+func unzip2(x uint64) uint64 {
+	x = x&0xFF0000FFFF0000FF | x&0x00FF000000FF0000>>8 | x&0x0000FF000000FF00<<8
+	return x&0xFFFF00000000FFFF | x&0x0000FFFF00000000>>16 | x&0x00000000FFFF0000<<16
+}
+
+// shuffle4 shuffles the first multiple of 8 elements of s into the rows
+// r0…r3 and says how many it did.
+func shuffle4(r0, r1, r2, r3, s []byte) int {
+	n := len(r0) &^ 7
+	le := binary.LittleEndian
+	for i := 0; i < n; i += 8 {
+		w := s[4*i : 4*i+32 : 4*i+32]
+		a, b, c, d := zip2(le.Uint64(w)), zip2(le.Uint64(w[8:])), zip2(le.Uint64(w[16:])), zip2(le.Uint64(w[24:]))
+		// Units of 16 bits: a holds byte j of elements 0 and 1 as
+		// unit j; b of 2 and 3. lo: bytes 0 and 1 of elements 0…3.
+		abLo := a&0xFFFF | b&0xFFFF<<16 | a&0xFFFF0000<<16 | b&0xFFFF0000<<32
+		abHi := a>>32&0xFFFF | b>>32&0xFFFF<<16 | a>>48<<32 | b>>48<<48
+		cdLo := c&0xFFFF | d&0xFFFF<<16 | c&0xFFFF0000<<16 | d&0xFFFF0000<<32
+		cdHi := c>>32&0xFFFF | d>>32&0xFFFF<<16 | c>>48<<32 | d>>48<<48
+		le.PutUint64(r0[i:i+8], abLo&0xFFFFFFFF|cdLo<<32)
+		le.PutUint64(r1[i:i+8], abLo>>32|cdLo&^0xFFFFFFFF)
+		le.PutUint64(r2[i:i+8], abHi&0xFFFFFFFF|cdHi<<32)
+		le.PutUint64(r3[i:i+8], abHi>>32|cdHi&^0xFFFFFFFF)
+	}
+	return n
+}
+
+// unshuffle4 is shuffle4's inverse: the rows r0…r3 into d.
+func unshuffle4(d, r0, r1, r2, r3 []byte) int {
+	n := len(r0) &^ 7
+	le := binary.LittleEndian
+	for i := 0; i < n; i += 8 {
+		x0, x1, x2, x3 := le.Uint64(r0[i:i+8]), le.Uint64(r1[i:i+8]), le.Uint64(r2[i:i+8]), le.Uint64(r3[i:i+8])
+		abLo, cdLo := x0&0xFFFFFFFF|x1<<32, x0>>32|x1&^0xFFFFFFFF
+		abHi, cdHi := x2&0xFFFFFFFF|x3<<32, x2>>32|x3&^0xFFFFFFFF
+		a := abLo&0xFFFF | abLo>>32&0xFFFF<<16 | abHi&0xFFFF<<32 | abHi>>32&0xFFFF<<48
+		b := abLo>>16&0xFFFF | abLo>>48<<16 | abHi>>16&0xFFFF<<32 | abHi>>48<<48
+		c := cdLo&0xFFFF | cdLo>>32&0xFFFF<<16 | cdHi&0xFFFF<<32 | cdHi>>32&0xFFFF<<48
+		e := cdLo>>16&0xFFFF | cdLo>>48<<16 | cdHi>>16&0xFFFF<<32 | cdHi>>48<<48
+		w := d[4*i : 4*i+32 : 4*i+32]
+		le.PutUint64(w, unzip2(a))
+		le.PutUint64(w[8:], unzip2(b))
+		le.PutUint64(w[16:], unzip2(c))
+		le.PutUint64(w[24:], unzip2(e))
+	}
+	return n
+}
+
 // shuffle is unshuffle's inverse.
 func shuffle(dst, src []byte, typesize int) {
 	n := len(src) / typesize
@@ -398,7 +481,8 @@ func shuffle(dst, src []byte, typesize int) {
 	case 4:
 		r0, r1, r2, r3 := dst[:n], dst[n:2*n], dst[2*n:3*n], dst[3*n:4*n]
 		s := src[:4*n]
-		for i := range r0 {
+		i := shuffle4(r0, r1, r2, r3, s)
+		for ; i < n; i++ {
 			v := binary.LittleEndian.Uint32(s[4*i:])
 			r0[i], r1[i], r2[i], r3[i] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
 		}

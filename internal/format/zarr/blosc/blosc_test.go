@@ -291,19 +291,175 @@ func TestShuffleWordPaths(t *testing.T) {
 	}
 }
 
-func BenchmarkUnshuffle(b *testing.B) {
+// BenchmarkShuffle: the word paths against byte by byte (unshuffle) and
+// element by element (shuffle), float32.
+func BenchmarkShuffle(b *testing.B) {
 	src := sample(1<<18, 4, 1)
 	dst := make([]byte, len(src))
-	b.Run("words", func(b *testing.B) {
-		b.SetBytes(int64(len(src)))
-		for range b.N {
-			unshuffle(dst, src, 4)
+	n := len(src) / 4
+	for _, c := range []struct {
+		name string
+		f    func()
+	}{
+		{"unshuffle/words", func() { unshuffle(dst, src, 4) }},
+		{"unshuffle/bytes", func() { unshuffleBytes(src, 4) }},
+		{"shuffle/words", func() { shuffle(dst, src, 4) }},
+		{"shuffle/elements", func() {
+			for i := range n {
+				v := binary.LittleEndian.Uint32(src[4*i:])
+				dst[i], dst[n+i], dst[2*n+i], dst[3*n+i] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+			}
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(src)))
+			for range b.N {
+				c.f()
+			}
+		})
+	}
+}
+
+// TestEncoderMatchesEncodeLZ4: an Encoder reused across frames of every
+// kind (empty, a leftover block, incompressible, stored as a copy) makes
+// EncodeLZ4's frames byte for byte.
+func TestEncoderMatchesEncodeLZ4(t *testing.T) {
+	r := rand.New(rand.NewSource(34))
+	noise := make([]byte, 300_001)
+	r.Read(noise)
+	var e Encoder
+	var room []byte // reused from frame to frame, as large as the last needed
+	for _, ts := range []int{1, 2, 4, 8, 3} {
+		for _, src := range [][]byte{nil, sample(100, ts, 2), sample(70_001, ts, 3), sample(1<<20/ts, ts, 4), noise, noise[:5]} {
+			for _, mode := range []int{NoShuffle, Shuffle} {
+				want, err := EncodeLZ4(src, ts, mode)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := e.EncodeLZ4(room, src, ts, mode)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Fatalf("typesize %d, %d bytes, shuffle %d: the Encoder's frame differs from EncodeLZ4's", ts, len(src), mode)
+				}
+				room = got
+				back, err := Decode(got, len(src))
+				if err != nil || !bytes.Equal(back, src) {
+					t.Fatalf("typesize %d, %d bytes: does not decode back (%v)", ts, len(src), err)
+				}
+			}
 		}
-	})
-	b.Run("bytes", func(b *testing.B) {
-		b.SetBytes(int64(len(src)))
-		for range b.N {
-			unshuffleBytes(src, 4)
+	}
+}
+
+// TestDecodeSpanMatchesDecode: any part of a frame decoded from the bytes
+// Span names is that part of the whole frame decoded, for frames with and
+// without shuffle, a leftover block, and stored as a copy; ParseIndex
+// reads the head HeadBytes asks for.
+func TestDecodeSpanMatchesDecode(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	noise := make([]byte, 200_003)
+	r.Read(noise)
+	for _, c := range []struct {
+		src      []byte
+		typesize int
+		mode     int
+	}{
+		{sample(300_001, 4, 1), 4, Shuffle},
+		{sample(1<<18, 4, 2), 4, Shuffle},
+		{sample(50_000, 8, 3), 8, NoShuffle},
+		{sample(123_457, 1, 4), 1, Shuffle},
+		{noise, 4, Shuffle}, // stored as a copy
+	} {
+		frame, err := EncodeLZ4(c.src, c.typesize, c.mode)
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
+		hb, err := HeadBytes(frame[:HeaderSize])
+		if err != nil {
+			t.Fatal(err)
+		}
+		ix, err := ParseIndex(frame[:hb], len(frame))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := len(c.src)
+		for range 40 {
+			off := r.Intn(n)
+			ln := r.Intn(n - off + 1)
+			if r.Intn(4) == 0 { // whole blocks
+				off = off / ix.BlockSize * ix.BlockSize
+				ln = min(n-off, ix.BlockSize*(1+r.Intn(3)))
+			}
+			lo, hi := ix.Span(off, ln)
+			got := make([]byte, ln)
+			if err := ix.DecodeSpan(got, off, frame[lo:hi], nil); err != nil {
+				t.Fatalf("%d bytes, typesize %d: span %d+%d: %v", n, c.typesize, off, ln, err)
+			}
+			if !bytes.Equal(got, c.src[off:off+ln]) {
+				t.Fatalf("%d bytes, typesize %d: span %d+%d differs from the whole frame's", n, c.typesize, off, ln)
+			}
+		}
+	}
+}
+
+// TestParseIndexRefuses: a head whose header lies about the frame's size,
+// or whose table puts a block outside the frame, is an error.
+func TestParseIndexRefuses(t *testing.T) {
+	frame, err := EncodeLZ4(sample(300_000, 4, 5), 4, Shuffle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, _ := HeadBytes(frame)
+	if _, err := ParseIndex(frame[:hb], len(frame)+1); err == nil {
+		t.Fatal("a frame one byte longer than its header says was read")
+	}
+	past := bytes.Clone(frame[:hb])
+	binary.LittleEndian.PutUint32(past[HeaderSize+4:], uint32(len(frame)))
+	if _, err := ParseIndex(past, len(frame)); err == nil {
+		t.Fatal("a block starting at the frame's end was read")
+	}
+}
+
+// TestDecodeSpanBlocksOutOfOrder: c-blosc's threads store blocks in the
+// order they finish; a span is read from the blocks wherever they are.
+func TestDecodeSpanBlocksOutOfOrder(t *testing.T) {
+	src := sample(400_000, 4, 6)
+	frame, err := EncodeLZ4(src, 4, Shuffle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, _ := HeadBytes(frame)
+	ix, err := ParseIndex(frame[:hb], len(frame))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ix.starts) < 3 {
+		t.Fatalf("%d blocks: the test needs 3", len(ix.starts))
+	}
+	// Blocks 0 and 1 stored the other way round.
+	b0 := frame[ix.starts[0]:ix.ends[0]]
+	b1 := frame[ix.starts[1]:ix.ends[1]]
+	moved := append(append(append(bytes.Clone(frame[:ix.starts[0]]), b1...), b0...), frame[ix.ends[1]:]...)
+	binary.LittleEndian.PutUint32(moved[HeaderSize:], uint32(ix.starts[0]+len(b1)))
+	binary.LittleEndian.PutUint32(moved[HeaderSize+4:], uint32(ix.starts[0]))
+	whole, err := Decode(moved, len(src))
+	if err != nil || !bytes.Equal(whole, src) {
+		t.Fatalf("the moved frame does not decode whole: %v", err)
+	}
+	mix, err := ParseIndex(moved[:hb], len(moved))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, span := range [][2]int{{0, ix.BlockSize}, {ix.BlockSize, ix.BlockSize}, {100, 2*ix.BlockSize + 7}, {ix.BlockSize - 3, 6}} {
+		lo, hi := mix.Span(span[0], span[1])
+		got := make([]byte, span[1])
+		if err := mix.DecodeSpan(got, span[0], moved[lo:hi], nil); err != nil {
+			t.Fatalf("span %v: %v", span, err)
+		}
+		if !bytes.Equal(got, src[span[0]:span[0]+span[1]]) {
+			t.Fatalf("span %v differs", span)
+		}
+	}
 }

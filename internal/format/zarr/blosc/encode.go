@@ -22,25 +22,11 @@ const l1 = 32 << 10
 // flag), as c-blosc does. numcodecs, zarr-python and c-blosc read the
 // result.
 func EncodeLZ4(src []byte, typesize, shuffleMode int) ([]byte, error) {
-	if typesize < 1 || typesize > 255 {
-		return nil, fmt.Errorf("blosc typesize %d is out of 1…255", typesize)
-	}
-	if len(src) > 1<<31-1-HeaderSize {
-		return nil, fmt.Errorf("blosc cannot hold a chunk of %d bytes (2 GiB at most)", len(src))
-	}
-	if shuffleMode != NoShuffle && shuffleMode != Shuffle {
-		return nil, errors.New("blosc encoder writes byte shuffle or none")
-	}
-	flags := byte(codeLZ4 << 5)
-	if shuffleMode == Shuffle {
-		flags |= flagShuffle
+	flags, bs, split, err := frameOf(src, typesize, shuffleMode)
+	if err != nil {
+		return nil, err
 	}
 	nbytes := len(src)
-	bs := blockSize(nbytes, typesize)
-	split := typesize <= maxSplits && bs/typesize >= minBufferSize
-	if !split {
-		flags |= flagDontSplit
-	}
 	if nbytes == 0 {
 		out := make([]byte, HeaderSize)
 		putHeader(out, flags, typesize, 0, bs, HeaderSize)
@@ -67,7 +53,7 @@ func EncodeLZ4(src []byte, typesize, shuffleMode int) ([]byte, error) {
 			for b := w; b < nblocks; b += workers {
 				block := src[b*bs : min((b+1)*bs, nbytes)]
 				leftover := b == nblocks-1 && nbytes%bs != 0
-				if blocks[b], errs[w] = encodeBlock(&c, block, tmp, stream, flags, typesize, split && !leftover); errs[w] != nil {
+				if blocks[b], errs[w] = encodeBlock(&c, nil, block, tmp, stream, flags, typesize, split && !leftover); errs[w] != nil {
 					return
 				}
 			}
@@ -100,10 +86,92 @@ func EncodeLZ4(src []byte, typesize, shuffleMode int) ([]byte, error) {
 	return out, nil
 }
 
+// frameOf checks a frame to be encoded and gives its flags, block size,
+// and whether its blocks are split by byte of the element.
+func frameOf(src []byte, typesize, shuffleMode int) (flags byte, bs int, split bool, err error) {
+	if typesize < 1 || typesize > 255 {
+		return 0, 0, false, fmt.Errorf("blosc typesize %d is out of 1…255", typesize)
+	}
+	if len(src) > 1<<31-1-HeaderSize {
+		return 0, 0, false, fmt.Errorf("blosc cannot hold a chunk of %d bytes (2 GiB at most)", len(src))
+	}
+	if shuffleMode != NoShuffle && shuffleMode != Shuffle {
+		return 0, 0, false, errors.New("blosc encoder writes byte shuffle or none")
+	}
+	flags = byte(codeLZ4 << 5)
+	if shuffleMode == Shuffle {
+		flags |= flagShuffle
+	}
+	bs = blockSize(len(src), typesize)
+	split = typesize <= maxSplits && bs/typesize >= minBufferSize
+	if !split {
+		flags |= flagDontSplit
+	}
+	return flags, bs, split, nil
+}
+
+// An Encoder makes the frames EncodeLZ4 makes, on one goroutine, keeping
+// its scratch buffers and lz4 state from one frame to the next: for a
+// writer that encodes many chunks on each of several goroutines, one
+// Encoder each, with no buffer made per block. The zero value is ready.
+type Encoder struct {
+	c           lz4.Compressor
+	tmp, stream []byte
+}
+
+// FrameBound is the room an Encoder's frame of n bytes may need: up to
+// a copy's size, and one block's streams past it before it knows.
+func FrameBound(n, typesize int) int {
+	bs := blockSize(n, typesize)
+	return n + HeaderSize + 4*((n+bs-1)/bs) + bs + 4*maxSplits
+}
+
+// EncodeLZ4 is EncodeLZ4's frame, its blocks compressed one after the
+// other straight into the frame: into dst's room when it has
+// FrameBound's, else into a new slice.
+func (e *Encoder) EncodeLZ4(dst, src []byte, typesize, shuffleMode int) ([]byte, error) {
+	flags, bs, split, err := frameOf(src, typesize, shuffleMode)
+	if err != nil {
+		return nil, err
+	}
+	nbytes := len(src)
+	nblocks := (nbytes + bs - 1) / bs
+	limit := nbytes + HeaderSize // a frame no larger than a copy
+	if cap(e.tmp) < bs {
+		e.tmp = make([]byte, bs)
+	}
+	if n := lz4.CompressBlockBound(bs); cap(e.stream) < n {
+		e.stream = make([]byte, n)
+	}
+	// Room for a frame up to its limit and one block's streams past it:
+	// a frame that passes the limit is stored as a copy.
+	out := dst[:0]
+	if bound := FrameBound(nbytes, typesize); cap(out) < bound {
+		out = make([]byte, 0, bound)
+	}
+	out = out[:HeaderSize+4*nblocks]
+	for b := 0; b < nblocks && len(out) <= limit; b++ {
+		binary.LittleEndian.PutUint32(out[HeaderSize+4*b:], uint32(len(out)))
+		block := src[b*bs : min((b+1)*bs, nbytes)]
+		leftover := b == nblocks-1 && nbytes%bs != 0
+		if out, err = encodeBlock(&e.c, out, block, e.tmp[:bs], e.stream, flags, typesize, split && !leftover); err != nil {
+			return nil, err
+		}
+	}
+	if len(out) > limit {
+		out = out[:limit]
+		copy(out[HeaderSize:], src)
+		flags |= flagMemcpyed
+	}
+	putHeader(out, flags, typesize, nbytes, bs, len(out))
+	return out, nil
+}
+
 // encodeBlock shuffles one block (when flags say so) and compresses it
 // into one lz4 stream per byte of the element (split) or one, each after
-// its 4-byte size; a stream that does not shrink is stored as it is.
-func encodeBlock(c *lz4.Compressor, block, tmp, stream []byte, flags byte, typesize int, split bool) ([]byte, error) {
+// its 4-byte size, appended to out; a stream that does not shrink is
+// stored as it is.
+func encodeBlock(c *lz4.Compressor, out, block, tmp, stream []byte, flags byte, typesize int, split bool) ([]byte, error) {
 	in := block
 	if flags&flagShuffle != 0 && typesize > 1 {
 		shuffle(tmp[:len(block)], block, typesize)
@@ -114,7 +182,6 @@ func encodeBlock(c *lz4.Compressor, block, tmp, stream []byte, flags byte, types
 		nsplits = typesize
 	}
 	neblock := len(in) / nsplits
-	var out []byte
 	for j := range nsplits {
 		part := in[j*neblock : (j+1)*neblock]
 		n, err := c.CompressBlock(part, stream)

@@ -1,0 +1,118 @@
+package zarr
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/format/zarr/blosc"
+	fileio "github.com/depthspace/depthspace/internal/io"
+	"github.com/depthspace/depthspace/internal/testpeer"
+)
+
+// openReader opens the array store at dir for its chunk reads.
+func openReader(t *testing.T, dir string) *reader {
+	t.Helper()
+	d, _ := fileio.OpenDir(dir)
+	ar, err := open(d, format.OpenOptions{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ar.Members[0].Lazy.(*reader)
+}
+
+// TestReadChunkRangeZarrPython: parts of the chunks zarr-python writes
+// (Blosc lz4 with byte shuffle and with none, its threads storing blocks
+// in the order they finish; edge chunks; a chunk the store lacks) read
+// from the blocks that hold them are those parts of the chunks decoded
+// whole.
+func TestReadChunkRangeZarrPython(t *testing.T) {
+	py := testpeer.Python(t, "zarr")
+	dir := t.TempDir()
+	script := `
+import sys, os, numpy as np, zarr
+from numcodecs import Blosc
+out = sys.argv[1]
+rng = np.random.default_rng(5)
+for name, shuffle in [("shuffle", Blosc.SHUFFLE), ("noshuffle", Blosc.NOSHUFFLE)]:
+    z = zarr.open(os.path.join(out, name + ".zarr"), mode="w", shape=(2, 3, 300, 250), chunks=(1, 2, 128, 250),
+                  dtype="<f4", compressor=Blosc(cname="lz4", clevel=5, shuffle=shuffle), fill_value=1.5)
+    z[:] = np.cumsum(rng.standard_normal((2, 3, 300, 250)), axis=3).astype("<f4")
+os.remove(os.path.join(out, "shuffle.zarr", "0.1.1.0"))
+`
+	if out, err := exec.Command(py, "-c", script, dir).CombinedOutput(); err != nil {
+		t.Fatalf("zarr-python: %v\n%s", err, out)
+	}
+	r := rand.New(rand.NewSource(3))
+	for _, name := range []string{"shuffle", "noshuffle"} {
+		rd := openReader(t, filepath.Join(dir, name+".zarr"))
+		if !rd.Ranged() {
+			t.Fatalf("%s: a v2 Blosc array is not read in ranges", name)
+		}
+		n := chunkBytes(rd.a)
+		whole := make([]byte, n)
+		for _, idx := range [][]int{{0, 0, 0, 0}, {1, 1, 2, 0}, {0, 1, 1, 0}, {1, 0, 1, 0}} {
+			if err := rd.ReadChunk(whole, idx); err != nil {
+				t.Fatal(err)
+			}
+			for range 20 {
+				off := r.Intn(n/4) * 4
+				ln := r.Intn((n-off)/4+1) * 4
+				got := make([]byte, ln)
+				if err := rd.ReadChunkRange(got, idx, off); err != nil {
+					t.Fatalf("%s chunk %v bytes %d+%d: %v", name, idx, off, ln, err)
+				}
+				if !bytes.Equal(got, whole[off:off+ln]) {
+					t.Fatalf("%s chunk %v bytes %d+%d differ from the chunk decoded whole", name, idx, off, ln)
+				}
+			}
+		}
+	}
+}
+
+// TestReadChunkRangeHostile: a chunk whose Blosc head lies (about the
+// frame's size, the chunk's, where a block is, or what a stream holds)
+// is an error naming the chunk, never a panic.
+func TestReadChunkRangeHostile(t *testing.T) {
+	src := make([]byte, 4*64*1024)
+	for i := range src {
+		src[i] = byte(i * 7 / 5)
+	}
+	frame, err := blosc.EncodeLZ4(src, 4, blosc.Shuffle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := `{"zarr_format": 2, "shape": [64, 1024], "chunks": [64, 1024], "dtype": "<f4", "compressor": {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0}, "fill_value": 0, "order": "C", "filters": null}`
+	edit := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(frame)) }
+	cases := map[string][]byte{
+		"size":   edit(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[12:], uint32(len(b)+9)); return b }),
+		"nbytes": edit(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[4:], uint32(len(src)/2)); return b }),
+		"block past": edit(func(b []byte) []byte {
+			binary.LittleEndian.PutUint32(b[blosc.HeaderSize:], uint32(len(b)+100))
+			return b
+		}),
+		"stream long": edit(func(b []byte) []byte {
+			binary.LittleEndian.PutUint32(b[binary.LittleEndian.Uint32(b[blosc.HeaderSize:]):], 1<<30)
+			return b
+		}),
+		"truncated":   frame[:len(frame)-10],
+		"header only": frame[:10],
+	}
+	for name, chunk := range cases {
+		dir := t.TempDir()
+		put(t, dir, map[string][]byte{".zarray": []byte(meta), "0.0": chunk})
+		rd := openReader(t, dir)
+		dst := make([]byte, 1000)
+		err := rd.ReadChunkRange(dst, []int{0, 0}, 4000)
+		if err == nil {
+			t.Fatalf("%s: read without an error", name)
+		}
+		if !bytes.Contains([]byte(err.Error()), []byte("chunk 0.0")) {
+			t.Fatalf("%s: %v does not name the chunk", name, err)
+		}
+	}
+}

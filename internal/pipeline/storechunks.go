@@ -1,0 +1,610 @@
+package pipeline
+
+import (
+	"errors"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/depthspace/depthspace/internal/format"
+	fileio "github.com/depthspace/depthspace/internal/io"
+	"github.com/depthspace/depthspace/internal/ops"
+)
+
+// A job from a chunked store array into a chunked store array runs chunk
+// to chunk. The plan is cut into small runs (ops.Chunker); each reads
+// its input ranges from decoded input chunks and writes its output
+// ranges into the output chunks they fall in. The runs that fill the
+// same output chunks are a group: a group's runs go to every worker,
+// then its output chunks, complete, are encoded and stored by every
+// worker, and only then does the next group start. Memory holds one
+// group's output chunks and the input chunks being read, never the
+// array: no scratch copy of the decoded input and no spool of the
+// output, which a run in order needs (an s2d of NCHW writes its first
+// output byte after a whole batch item has been read).
+
+// chunkedArray is an input array decoded a chunk at a time (a Zarr
+// array's reader): the shape one ReadChunk decodes, and the decoding of
+// chunk idx of that grid into dst (its C-order bytes, the whole chunk).
+type chunkedArray interface {
+	ChunkShape() []int
+	ReadChunk(dst []byte, idx []int) error
+}
+
+// rangedArray is a chunkedArray that also reads part of a chunk from
+// part of what is stored (Ranged: a Zarr v2 array of Blosc chunks): a
+// run then reads just its ranges, and no chunk is decoded whole.
+type rangedArray interface {
+	Ranged() bool
+	ReadChunkRange(dst []byte, idx []int, off int) error
+}
+
+// chunkedStore is a store output that takes an array a whole chunk at a
+// time: its chunk shape (nil: it takes bytes in order only), and the
+// array started for whole chunks, each put with room of roomBytes to
+// encode it in.
+type chunkedStore interface {
+	OutputChunks(name string) []int
+	ChunkWriter(name string, h format.Header) (put func(idx []int, chunk, room []byte) error, roomBytes int, err error)
+}
+
+// chunkMeta is a store input's metadata as an output of its format keeps
+// it: each array's shape and chunk shape by name.
+type chunkMeta interface {
+	ChunksOf(name string) (shape, chunks []int)
+	WithChunks(name string, shape, chunks []int) any
+}
+
+// chunkedJob is what a member job computed by a plan gives a store
+// output to run it chunk to chunk.
+type chunkedJob struct {
+	plan     *ops.Plan
+	t        *Tensor
+	progress func(int64)
+}
+
+const (
+	// chunkRunBytes is one run's input (and output): small, so that a
+	// worker's two buffers are nothing beside the chunks it reads.
+	chunkRunBytes = 512 << 10
+	// groupLimit bounds a group's output chunks, held at once; a job
+	// whose groups are larger (chunks an operator scatters widely, such
+	// as --chunks across the blocks of an s2d's channels) runs through
+	// the decoded input and the ordered writer instead.
+	groupLimit = 96 << 20
+	// inChunkLimit bounds one input chunk, decoded whole by each worker.
+	inChunkLimit = 64 << 20
+	// chunkRunHeap is the room the heap gets during a run, unless GOGC
+	// or GOMEMLIMIT say otherwise. The big buffers are fileio's, outside
+	// the heap; the heap is a few megabytes live (scratch, the stored
+	// bytes of the runs being decoded) and garbage made at a gigabyte a
+	// second. A pace (GOGC) scales with the live heap: 100 or a batch's
+	// 200 let it grow to 30-40 MiB, and 25, which kept it near 20, ran
+	// the collector some 400 times a job, 15-20% of its CPU. A fixed room
+	// collects once per chunkRunHeap of garbage.
+	chunkRunHeap = 16 << 20
+)
+
+// collectAt turns the collector's pace off and has it collect when the
+// runtime's memory grows room past what it is now; the returned function
+// puts the pace and limit back. Runs at once (a batch's files) each add
+// their room, and the last one out restores the settings the first found.
+func collectAt(room int64) func() {
+	gcRoom.Lock()
+	defer gcRoom.Unlock()
+	if gcRoom.runs == 0 {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		gcRoom.limit = debug.SetMemoryLimit(int64(ms.Sys-ms.HeapReleased) + room)
+		gcRoom.pace = debug.SetGCPercent(-1)
+	} else {
+		debug.SetMemoryLimit(debug.SetMemoryLimit(-1) + room)
+	}
+	gcRoom.runs++
+	return func() {
+		gcRoom.Lock()
+		defer gcRoom.Unlock()
+		if gcRoom.runs--; gcRoom.runs > 0 {
+			debug.SetMemoryLimit(debug.SetMemoryLimit(-1) - room)
+			return
+		}
+		debug.SetGCPercent(gcRoom.pace)
+		debug.SetMemoryLimit(gcRoom.limit)
+	}
+}
+
+// gcRoom is the collector's settings before the runs now going set them.
+var gcRoom struct {
+	sync.Mutex
+	runs  int
+	limit int64
+	pace  int
+}
+
+// keptChunks is meta with, for every array a plan of whole blocks
+// changes, the output's chunk shape that keeps the input's: the input's
+// chunk shape through the same operator (s2d by 2 of chunks [1, 1, 1024,
+// 4096] is [1, 4, 512, 2048]), when the operator takes it (every blocked
+// axis's chunk divides by the block; for d2s the channel chunk by the
+// blocks' product). Then every output chunk is made from at most the
+// blocks' product of input chunks, and holds as many bytes as one. meta
+// as it is otherwise, and the writer chooses chunks near 16 MiB.
+func keptChunks(meta any, jobs []MemberJob) any {
+	for _, j := range jobs {
+		m, ok := meta.(chunkMeta)
+		c := j.byChunks
+		if !ok || c == nil {
+			continue
+		}
+		shape, chunks := m.ChunksOf(c.t.Name)
+		if chunks == nil || !slices.Equal(shape, c.t.Shape) {
+			continue
+		}
+		if out := operatorChunks(c.plan, chunks); out != nil {
+			meta = m.WithChunks(j.Name, c.plan.Out, out)
+		}
+	}
+	return meta
+}
+
+// operatorChunks is the chunk shape chunks through plan's operator, or nil
+// when the operator does not take it whole, or when the plan is not its
+// Request's (reorder and convert plan their own) or keeps the shape (the
+// writer keeps the input's chunks then).
+func operatorChunks(p *ops.Plan, chunks []int) []int {
+	if slices.Equal(p.In, p.Out) {
+		return nil
+	}
+	if whole, err := ops.NewPlan(p.Request, p.In, p.ElemSize, false); err != nil || !slices.Equal(whole.Out, p.Out) {
+		return nil
+	}
+	sub, err := ops.NewPlan(p.Request, chunks, p.ElemSize, false)
+	if err != nil || !sub.Streams() {
+		return nil
+	}
+	return sub.Out
+}
+
+// byChunks runs job j chunk to chunk into mw when the job, its input and
+// the output allow it (done), and reports done false, with nothing of the
+// member started, when they do not.
+func (w *writing) byChunks(j *MemberJob, mw format.MemberWriter) (done bool, err error) {
+	c := j.byChunks
+	cs, ok := mw.(chunkedStore)
+	if c == nil || !ok || c.t.Data != nil || c.t.scratch != nil {
+		return false, nil
+	}
+	arr, ok := c.t.lazy.(chunkedArray)
+	if !ok {
+		return false, nil
+	}
+	outChunks := cs.OutputChunks(j.Name)
+	if outChunks == nil {
+		return false, nil
+	}
+	r, ok := newChunkRun(c.plan, arr.ChunkShape(), outChunks)
+	if !ok {
+		return false, nil
+	}
+	put, roomBytes, err := cs.ChunkWriter(j.Name, j.Header)
+	if err != nil {
+		return true, err
+	}
+	if put == nil {
+		return true, errors.New("internal error: the store took the array in order after all")
+	}
+	threads := j.Threads
+	if threads < 1 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	progress := c.progress
+	if progress == nil {
+		progress = func(int64) {}
+	}
+	readErr := func(err error) error { return computed(c.t.inflateErr(err)) }
+	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
+		defer collectAt(chunkRunHeap)()
+	}
+	chunkToChunkJobs.Add(1)
+	if err := r.run(arr, put, roomBytes, threads, progress, readErr); err != nil {
+		return true, w.memberErr(j, err)
+	}
+	return true, nil
+}
+
+// chunkToChunkJobs counts the jobs run chunk to chunk: the tests tell by
+// it which way a job went, both giving the same bytes.
+var chunkToChunkJobs atomic.Int64
+
+// grid is a C-order array cut into chunks of one shape; an edge chunk is
+// whole too, past the array's end.
+type grid struct {
+	shape, chunk []int
+	n            []int // chunks along each axis
+	cstride      []int // element strides inside a chunk
+	size         int   // element bytes
+	chunkBytes   int
+}
+
+func newGrid(shape, chunk []int, size int) *grid {
+	g := &grid{shape: shape, chunk: chunk, size: size, n: make([]int, len(shape)), cstride: make([]int, len(shape))}
+	acc := 1
+	for k := len(shape) - 1; k >= 0; k-- {
+		g.n[k] = (shape[k] + chunk[k] - 1) / chunk[k]
+		g.cstride[k] = acc
+		acc *= chunk[k]
+	}
+	g.chunkBytes = acc * size
+	return g
+}
+
+// count is the number of chunks.
+func (g *grid) count() int {
+	n := 1
+	for _, d := range g.n {
+		n *= d
+	}
+	return n
+}
+
+// index is the grid index of chunk id (flat, C order).
+func (g *grid) index(id int) []int {
+	idx := make([]int, len(g.n))
+	for k := len(g.n) - 1; k >= 0; k-- {
+		idx[k] = id % g.n[k]
+		id /= g.n[k]
+	}
+	return idx
+}
+
+// inArray is how many bytes of chunk id lie inside the array.
+func (g *grid) inArray(id int) int {
+	n := g.size
+	for k, x := range g.index(id) {
+		n *= min(g.chunk[k], g.shape[k]-x*g.chunk[k])
+	}
+	return n
+}
+
+// runs calls f for each piece of the byte range [off, off+n) of the array
+// that is contiguous in one chunk, in order: the chunk (flat), where the
+// piece starts in the chunk's bytes, and its length.
+func (g *grid) runs(off, n int64, idx []int, f func(id, at, ln int)) {
+	r := len(g.shape)
+	e, left := off/int64(g.size), n/int64(g.size)
+	for left > 0 {
+		x := e
+		for k := r - 1; k >= 0; k-- {
+			idx[k] = int(x % int64(g.shape[k]))
+			x /= int64(g.shape[k])
+		}
+		// The piece runs to the chunk's end on axis j, and takes the
+		// axes after j whole: those the chunk spans exactly, from their
+		// start.
+		j := r - 1
+		for j > 0 && g.chunk[j] == g.shape[j] && idx[j] == 0 {
+			j--
+		}
+		inner := int64(1)
+		for k := j + 1; k < r; k++ {
+			inner *= int64(g.shape[k])
+		}
+		end := min((idx[j]/g.chunk[j]+1)*g.chunk[j], g.shape[j])
+		run := min(int64(end-idx[j])*inner, left)
+		id, at := 0, 0
+		for k := range r {
+			id = id*g.n[k] + idx[k]/g.chunk[k]
+			at += idx[k] % g.chunk[k] * g.cstride[k]
+		}
+		f(id, at*g.size, int(run)*g.size)
+		e += run
+		left -= run
+	}
+}
+
+// chunkRun is a plan cut for a run chunk to chunk: its runs in groups,
+// each group with the output chunks its runs fill.
+type chunkRun struct {
+	ck      *ops.Chunker
+	in, out *grid
+	groups  []runGroup
+	reads   [][]int // per run, the input chunks it reads
+	refs    []int32 // per input chunk, the runs that read it
+}
+
+type runGroup struct {
+	runs []int // in order
+	outs []int // output chunks, flat
+}
+
+// newChunkRun cuts plan for input chunks inChunk and output chunks
+// outChunk, or says (false) that it cannot within the memory bounds.
+func newChunkRun(p *ops.Plan, inChunk, outChunk []int) (*chunkRun, bool) {
+	if len(inChunk) != len(p.In) || len(outChunk) != len(p.Out) || len(p.In) == 0 || p.Elements() == 0 {
+		return nil, false
+	}
+	ck, err := p.Chunker(chunkRunBytes, false, false)
+	if err != nil {
+		return nil, false
+	}
+	r := &chunkRun{ck: ck, in: newGrid(p.In, inChunk, p.ElemSize), out: newGrid(p.Out, outChunk, p.ElemSize)}
+	if r.in.chunkBytes > inChunkLimit || r.out.chunkBytes > groupLimit {
+		return nil, false
+	}
+	// Runs that fill the same output chunk are in one group: a union of
+	// the output chunks each run touches.
+	parent := make([]int, r.out.count())
+	for i := range parent {
+		parent[i] = i
+	}
+	root := func(x int) int {
+		for parent[x] != x {
+			parent[x] = parent[parent[x]]
+			x = parent[x]
+		}
+		return x
+	}
+	n := ck.Len()
+	first := make([]int, n)
+	r.reads = make([][]int, n)
+	r.refs = make([]int32, r.in.count())
+	inIdx, outIdx := make([]int, len(p.In)), make([]int, len(p.Out))
+	for i := range n {
+		ch := ck.Chunk(i)
+		first[i] = -1
+		for _, s := range ch.Out {
+			r.out.runs(s.Off, s.Len, outIdx, func(id, _, _ int) {
+				if first[i] < 0 {
+					first[i] = id
+				} else if a, b := root(first[i]), root(id); a != b {
+					parent[b] = a
+				}
+			})
+		}
+		for _, s := range ch.In {
+			r.in.runs(s.Off, s.Len, inIdx, func(id, _, _ int) {
+				if !slices.Contains(r.reads[i], id) {
+					r.reads[i] = append(r.reads[i], id)
+					r.refs[id]++
+				}
+			})
+		}
+	}
+	at := map[int]int{} // group of each root
+	for i := range n {
+		g, ok := at[root(first[i])]
+		if !ok {
+			g = len(r.groups)
+			at[root(first[i])] = g
+			r.groups = append(r.groups, runGroup{})
+		}
+		r.groups[g].runs = append(r.groups[g].runs, i)
+	}
+	for id := range parent {
+		g, ok := at[root(id)]
+		if !ok {
+			return nil, false // an output chunk no run fills: not this plan's
+		}
+		r.groups[g].outs = append(r.groups[g].outs, id)
+		if len(r.groups[g].outs)*r.out.chunkBytes > groupLimit {
+			return nil, false
+		}
+	}
+	return r, true
+}
+
+// bufferSet hands out buffers of one size, reused within a job and
+// handed back to fileio's pool at its end.
+type bufferSet struct {
+	mu   sync.Mutex
+	size int
+	free [][]byte
+	all  [][]byte
+}
+
+func (b *bufferSet) get() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n := len(b.free); n > 0 {
+		buf := b.free[n-1]
+		b.free = b.free[:n-1]
+		return buf
+	}
+	buf := fileio.GetBuffer(b.size)[:b.size]
+	b.all = append(b.all, buf)
+	return buf
+}
+
+func (b *bufferSet) put(buf []byte) {
+	b.mu.Lock()
+	b.free = append(b.free, buf)
+	b.mu.Unlock()
+}
+
+func (b *bufferSet) close() {
+	for _, buf := range b.all {
+		fileio.PutBuffer(buf)
+	}
+}
+
+// inputChunk is a decoded input chunk, shared by the runs that read it
+// and let go by the last.
+type inputChunk struct {
+	once sync.Once
+	b    []byte
+	err  error
+	refs atomic.Int32
+}
+
+// outputChunk is an output chunk being filled.
+type outputChunk struct {
+	b      []byte
+	filled atomic.Int64
+}
+
+// run computes the job: group after group, its runs on every worker,
+// then its output chunks encoded and put on every worker.
+func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte) error, roomBytes, threads int, progress func(int64), readErr func(error) error) error {
+	rooms := &bufferSet{size: roomBytes}
+	defer rooms.close()
+	inBufs := &bufferSet{size: r.in.chunkBytes}
+	outBufs := &bufferSet{size: r.out.chunkBytes}
+	runBufs := &bufferSet{size: r.ck.MaxBytes()}
+	defer inBufs.close()
+	defer outBufs.close()
+	defer runBufs.close()
+	var mu sync.Mutex
+	ins := map[int]*inputChunk{}
+	input := func(id int) *inputChunk {
+		mu.Lock()
+		c := ins[id]
+		if c == nil {
+			c = &inputChunk{}
+			c.refs.Store(r.refs[id])
+			ins[id] = c
+		}
+		mu.Unlock()
+		c.once.Do(func() {
+			c.b = inBufs.get()
+			if c.err = arr.ReadChunk(c.b, r.in.index(id)); c.err != nil {
+				c.err = readErr(c.err)
+			}
+		})
+		return c
+	}
+	done := func(id int) {
+		mu.Lock()
+		c := ins[id]
+		mu.Unlock()
+		if c.refs.Add(-1) == 0 {
+			mu.Lock()
+			delete(ins, id)
+			mu.Unlock()
+			inBufs.put(c.b)
+		}
+	}
+	ranged, _ := arr.(rangedArray)
+	if ranged != nil && !ranged.Ranged() {
+		ranged = nil
+	}
+	for _, g := range r.groups {
+		outs := make(map[int]*outputChunk, len(g.outs))
+		for _, id := range g.outs {
+			b := outBufs.get()
+			if r.out.inArray(id) != len(b) {
+				clear(b) // an edge chunk: zeros, the fill value written, past the array
+			}
+			outs[id] = &outputChunk{b: b}
+		}
+		err := parallel(threads, len(g.runs), func(k int) error {
+			i := g.runs[k]
+			ch := r.ck.Chunk(i)
+			src, dst := runBufs.get(), runBufs.get()
+			defer runBufs.put(src)
+			defer runBufs.put(dst)
+			src, dst = src[:ch.Bytes], dst[:ch.Bytes]
+			idx := make([]int, max(len(r.in.shape), len(r.out.shape)))
+			pos := 0
+			var err error
+			for _, s := range ch.In {
+				r.in.runs(s.Off, s.Len, idx[:len(r.in.shape)], func(id, at, ln int) {
+					if err != nil {
+						return
+					}
+					if ranged != nil {
+						if err = ranged.ReadChunkRange(src[pos:pos+ln], r.in.index(id), at); err != nil {
+							err = readErr(err)
+						}
+						pos += ln
+						return
+					}
+					c := input(id)
+					if c.err != nil {
+						err = c.err
+						return
+					}
+					copy(src[pos:pos+ln], c.b[at:at+ln])
+					pos += ln
+				})
+				if err != nil {
+					return err
+				}
+			}
+			for _, id := range r.reads[i] {
+				if ranged == nil {
+					done(id)
+				}
+			}
+			if err := r.ck.Run(ch, dst, src, 1); err != nil {
+				return err
+			}
+			pos = 0
+			for _, s := range ch.Out {
+				r.out.runs(s.Off, s.Len, idx[:len(r.out.shape)], func(id, at, ln int) {
+					o := outs[id]
+					copy(o.b[at:at+ln], dst[pos:pos+ln])
+					o.filled.Add(int64(ln))
+					pos += ln
+				})
+			}
+			progress(int64(ch.Bytes))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		err = parallel(threads, len(g.outs), func(k int) error {
+			id := g.outs[k]
+			o := outs[id]
+			if int(o.filled.Load()) != r.out.inArray(id) {
+				return errors.New("internal error: an output chunk was not filled")
+			}
+			room := rooms.get()
+			err := put(r.out.index(id), o.b, room)
+			rooms.put(room)
+			outBufs.put(o.b)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parallel calls f(0…n-1) on up to threads goroutines and returns the
+// first error; after one, no new call starts.
+func parallel(threads, n int, f func(k int) error) error {
+	var (
+		next    atomic.Int64
+		failed  atomic.Bool
+		once    sync.Once
+		first   error
+		wg      sync.WaitGroup
+		workers = max(1, min(threads, n))
+	)
+	work := func() {
+		defer wg.Done()
+		for !failed.Load() {
+			k := int(next.Add(1) - 1)
+			if k >= n {
+				return
+			}
+			if err := f(k); err != nil {
+				once.Do(func() { first = err })
+				failed.Store(true)
+				return
+			}
+		}
+	}
+	wg.Add(workers)
+	for range workers - 1 {
+		go work()
+	}
+	work()
+	wg.Wait()
+	return first
+}

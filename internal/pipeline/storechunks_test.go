@@ -1,0 +1,313 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/ops"
+)
+
+// memArray is a C-order array in memory served a chunk at a time, as a
+// store's reader serves it: whole chunks (edge chunks whole, padded with
+// 0xEE so that a run reading past the array shows), and parts of chunks
+// when ranged.
+type memArray struct {
+	g      *grid
+	data   []byte
+	ranged bool
+}
+
+func (m *memArray) ChunkShape() []int { return slices.Clone(m.g.chunk) }
+
+func (m *memArray) ReadChunk(dst []byte, idx []int) error {
+	for i := range dst {
+		dst[i] = 0xEE
+	}
+	// Each element of the chunk inside the array, from the array.
+	r := len(m.g.shape)
+	pos := make([]int, r)
+	for e := 0; e < len(dst)/m.g.size; e++ {
+		x, in, off := e, true, 0
+		for k := r - 1; k >= 0; k-- {
+			pos[k] = idx[k]*m.g.chunk[k] + x%m.g.chunk[k]
+			x /= m.g.chunk[k]
+		}
+		for k := range r {
+			in = in && pos[k] < m.g.shape[k]
+			off = off*m.g.shape[k] + pos[k]
+		}
+		if in {
+			copy(dst[e*m.g.size:(e+1)*m.g.size], m.data[off*m.g.size:])
+		}
+	}
+	return nil
+}
+
+func (m *memArray) Ranged() bool { return m.ranged }
+
+func (m *memArray) ReadChunkRange(dst []byte, idx []int, off int) error {
+	whole := make([]byte, m.g.chunkBytes)
+	if err := m.ReadChunk(whole, idx); err != nil {
+		return err
+	}
+	copy(dst, whole[off:])
+	return nil
+}
+
+// TestChunkRunMatchesPlan: plans of every kind (s2d and d2s, DCR and
+// CRD, NCHW and NHWC, block orders, blocks of 2 and 3), run chunk to
+// chunk from chunked inputs into the output chunks the operator keeps or
+// into others, give the plan's whole result, edge chunks padded with
+// zeros; the input read whole chunks at a time or in ranges.
+func TestChunkRunMatchesPlan(t *testing.T) {
+	r := rand.New(rand.NewSource(34))
+	bayer, _ := ops.ParseBlockOrder("bggr")
+	cases := 0
+	for cases < 120 {
+		req := ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2 + r.Intn(2)}}
+		if r.Intn(2) == 0 {
+			req.Op = ops.DepthToSpace
+		}
+		if r.Intn(2) == 0 {
+			req.Order = ops.CRD
+		}
+		if r.Intn(2) == 0 {
+			req.Layout = ops.NHWC
+		}
+		if r.Intn(5) == 0 && req.Block[0] == 2 {
+			req.BlockOrder = bayer
+		}
+		b := req.Block[0]
+		n, c, h, w := 1+r.Intn(2), 1+r.Intn(3), b*(1+r.Intn(5)), b*(1+r.Intn(5))
+		if req.Op == ops.DepthToSpace {
+			c, h, w = c*b*b, h/b, w/b
+		}
+		shape := []int{n, c, h, w}
+		if req.Layout == ops.NHWC {
+			shape = []int{n, h, w, c}
+		}
+		size := []int{1, 2, 4, 8}[r.Intn(4)]
+		p, err := ops.NewPlan(req, shape, size, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inChunk := make([]int, 4)
+		for k, d := range shape {
+			inChunk[k] = 1 + r.Intn(d+1) // up to one past the extent: edge chunks
+		}
+		if r.Intn(2) == 0 { // chunks the operator takes whole, as often as not
+			for k := range inChunk {
+				if k > 0 {
+					inChunk[k] = b * (1 + r.Intn(max(1, shape[k]/b)))
+				}
+			}
+		}
+		outChunk := operatorChunks(p, inChunk)
+		if outChunk == nil || r.Intn(3) == 0 {
+			outChunk = make([]int, 4)
+			for k, d := range p.Out {
+				outChunk[k] = 1 + r.Intn(d)
+			}
+		}
+		run, ok := newChunkRun(p, inChunk, outChunk)
+		if !ok {
+			continue
+		}
+		cases++
+		name := fmt.Sprintf("%v %v %v %v, %d-byte elements, shape %v, chunks %v -> %v", req.Op, req.Order, req.Layout, req.BlockOrder, size, shape, inChunk, outChunk)
+		data := make([]byte, p.InBytes())
+		r.Read(data)
+		want := make([]byte, p.Bytes())
+		if err := p.Run(want, data, 1); err != nil {
+			t.Fatal(err)
+		}
+		in := &memArray{g: newGrid(shape, inChunk, size), data: data, ranged: r.Intn(2) == 0}
+		var mu sync.Mutex
+		got := map[int][]byte{}
+		put := func(idx []int, chunk, room []byte) error {
+			id := 0
+			for k, x := range idx {
+				id = id*run.out.n[k] + x
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if got[id] != nil {
+				return fmt.Errorf("chunk %v put twice", idx)
+			}
+			got[id] = bytes.Clone(chunk)
+			return nil
+		}
+		if err := run.run(in, put, 64, 1+r.Intn(3), func(int64) {}, func(err error) error { return err }); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		// The output chunks laid out as the array.
+		out := make([]byte, p.Bytes())
+		for id := range run.out.count() {
+			chunk := got[id]
+			if chunk == nil {
+				t.Fatalf("%s: output chunk %v was never put", name, run.out.index(id))
+			}
+			scatterChunk(t, name, run.out, id, chunk, out)
+		}
+		if !bytes.Equal(out, want) {
+			t.Fatalf("%s: differs from the plan's whole run", name)
+		}
+	}
+}
+
+// scatterChunk puts the part of chunk id inside the array into out, and
+// checks that the part past the array is zeros.
+func scatterChunk(t *testing.T, name string, g *grid, id int, chunk, out []byte) {
+	t.Helper()
+	idx := g.index(id)
+	r := len(g.shape)
+	pos := make([]int, r)
+	for e := 0; e < len(chunk)/g.size; e++ {
+		x, in, off := e, true, 0
+		for k := r - 1; k >= 0; k-- {
+			pos[k] = idx[k]*g.chunk[k] + x%g.chunk[k]
+			x /= g.chunk[k]
+		}
+		for k := range r {
+			in = in && pos[k] < g.shape[k]
+			off = off*g.shape[k] + pos[k]
+		}
+		el := chunk[e*g.size : (e+1)*g.size]
+		switch {
+		case in:
+			copy(out[off*g.size:], el)
+		case !bytes.Equal(el, make([]byte, g.size)):
+			t.Fatalf("%s: chunk %v holds %x past the array's end, not zeros", name, idx, el)
+		}
+	}
+}
+
+// TestChunkRunRefusesWideGroups: output chunks cut across the rows the
+// runs fill (columns of 256 of 2048, all channels) are filled together,
+// a group of 8 × 64 MiB, beyond groupLimit: such a job is not run chunk
+// to chunk.
+func TestChunkRunRefusesWideGroups(t *testing.T) {
+	p, err := ops.NewPlan(ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}, []int{1, 64, 4096, 4096}, 4, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := newChunkRun(p, []int{1, 1, 1024, 4096}, []int{1, 256, 256, 256}); ok {
+		t.Fatal("output chunks of 64 MiB filled 8 at a time: run chunk to chunk")
+	}
+	if _, ok := newChunkRun(p, []int{1, 1, 1024, 4096}, []int{1, 4, 512, 2048}); !ok {
+		t.Fatal("the chunks the operator keeps: not run chunk to chunk")
+	}
+}
+
+// TestStoreToStoreCorruptChunk: a job chunk to chunk whose input has a
+// chunk that does not decode (a Blosc frame cut short, a block table
+// pointing past the frame) fails naming the input and the chunk, and
+// leaves nothing at the output; the same job on the intact store gives
+// what the same job on the npy gives.
+func TestStoreToStoreCorruptChunk(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewSource(2))
+	shape := []int{1, 4, 512, 512}
+	data := make([]byte, 4*512*512*4)
+	for i := range data {
+		data[i] = byte(rng.Intn(4)) // compressible: Blosc frames of many blocks
+	}
+	in := filepath.Join(dir, "in.npy")
+	writeNpy(t, in, "<f4", shape, false, data)
+	store := filepath.Join(dir, "in.zarr")
+	if _, err := Transform(Options{Planner: ops.NewCopy, Source: Source{Path: in}, Output: store, To: "zarr",
+		Store: format.WriteOptions{Chunks: []int{1, 1, 512, 512}}}); err != nil {
+		t.Fatal(err)
+	}
+	s2d := func(src, out string) error {
+		_, err := Transform(Options{Request: ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}, Source: Source{Path: src}, Output: out, To: "zarr", Threads: 2})
+		return err
+	}
+	before := chunkToChunkJobs.Load()
+	if err := s2d(store, filepath.Join(dir, "ok.zarr")); err != nil {
+		t.Fatal(err)
+	}
+	if chunkToChunkJobs.Load() != before+1 {
+		t.Fatal("the store's s2d did not run chunk to chunk")
+	}
+	if err := s2d(in, filepath.Join(dir, "ok.npy")); err != nil {
+		t.Fatal(err)
+	}
+	got := readTensorData(t, filepath.Join(dir, "ok.zarr"))
+	want := readTensorData(t, filepath.Join(dir, "ok.npy"))
+	if !bytes.Equal(got, want) {
+		t.Fatal("the store's s2d differs from the npy's")
+	}
+	chunk := filepath.Join(store, "0.2.0.0")
+	frame, err := os.ReadFile(chunk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := binary.LittleEndian.Uint32(frame[4:]) / binary.LittleEndian.Uint32(frame[8:]); n < 2 {
+		t.Fatalf("the chunk's frame has %d blocks: the test needs several", n)
+	}
+	for name, bad := range map[string][]byte{
+		"cut short":  frame[:len(frame)-7],
+		"block past": append(append(bytes.Clone(frame[:16]), 0xff, 0xff, 0xff, 0x7f), frame[20:]...),
+	} {
+		if err := os.WriteFile(chunk, bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "bad.zarr")
+		err := s2d(store, out)
+		var pe *PathError
+		if !errors.As(err, &pe) || pe.Path != store || !strings.Contains(err.Error(), "chunk 0.2.0.0") {
+			t.Fatalf("%s: %v, want an error naming %s and the chunk", name, err, store)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Fatalf("%s: the output exists after the failure", name)
+		}
+	}
+}
+
+// readTensorData is the data of the one tensor at path.
+func readTensorData(t *testing.T, path string) []byte {
+	t.Helper()
+	ts, err := LoadAll(Source{Path: path, Deferred: true})
+	if err != nil || len(ts) != 1 {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if err := ts[0].Bring(); err != nil {
+		t.Fatal(err)
+	}
+	defer ts[0].Release()
+	return bytes.Clone(ts[0].Data)
+}
+
+// TestCollectAtRestores: runs at once each add their room to the limit,
+// and when the last ends the collector's pace and limit are what they
+// were before the first, whatever order they end in.
+func TestCollectAtRestores(t *testing.T) {
+	pace, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(-1)
+	debug.SetGCPercent(pace)
+	a := collectAt(1 << 20)
+	la := debug.SetMemoryLimit(-1)
+	b := collectAt(1 << 20)
+	if lb := debug.SetMemoryLimit(-1); lb != la+1<<20 {
+		t.Fatalf("a second run's limit %d, want the first's %d and its room", lb, la)
+	}
+	a()
+	if l := debug.SetMemoryLimit(-1); l != la {
+		t.Fatalf("after the first ended: limit %d, want %d", l, la)
+	}
+	b()
+	if p, l := debug.SetGCPercent(pace), debug.SetMemoryLimit(-1); p != pace || l != limit {
+		t.Fatalf("after both ended: pace %d, limit %d; want %d, %d", p, l, pace, limit)
+	}
+}
