@@ -46,5 +46,23 @@ func (e *Extents) Covers(off, n int64) bool {
 	return i < len(e.r) && e.r[i].start <= off && e.r[i].end >= off+n
 }
 
+// Gaps calls fn with each range of [0, end) that is not in the set, in
+// order.
+func (e *Extents) Gaps(end int64, fn func(off, n int64)) {
+	at := int64(0)
+	for _, r := range e.r {
+		if r.start >= end {
+			break
+		}
+		if r.start > at {
+			fn(at, r.start-at)
+		}
+		at = max(at, r.end)
+	}
+	if at < end {
+		fn(at, end-at)
+	}
+}
+
 // Ranges is how many separate ranges the set holds.
 func (e *Extents) Ranges() int { return len(e.r) }

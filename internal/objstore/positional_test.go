@@ -233,3 +233,38 @@ func TestDownloadArrivals(t *testing.T) {
 		}
 	}
 }
+
+// Bytes reserved or skipped and never written are zeros in the object,
+// though the memory buffer that held them served an object before.
+func TestPartWriterUnwrittenBytesZero(t *testing.T) {
+	f := newFake(t)
+	s := fakeStore(t, f, f.creds)
+	full := bytes.Repeat([]byte{0xee}, 1<<20)
+	w := s.NewPartWriter(context.Background(), URL{"bkt", "full"}, scratch(t))
+	if _, err := w.WriteAt(full, 0); err != nil || w.Commit() != nil {
+		t.Fatal(err)
+	}
+	w = s.NewPartWriter(context.Background(), URL{"bkt", "sparse"}, scratch(t))
+	if err := w.Reserve(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteAt([]byte("abc"), 1000); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteAt([]byte("z"), 1<<20+10); err != nil { // past the reserved end
+		t.Fatal(err)
+	}
+	back := make([]byte, 4)
+	if _, err := w.ReadAt(back, 999); err != nil || string(back) != "\x00abc" {
+		t.Errorf("read back %q (%v), want \"\\x00abc\"", back, err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, 1<<20+11)
+	copy(want[1000:], "abc")
+	want[1<<20+10] = 'z'
+	if got := f.objects["bkt/sparse"]; !bytes.Equal(got, want) {
+		t.Errorf("the object is not zeros where nothing was written (%d bytes)", len(got))
+	}
+}
