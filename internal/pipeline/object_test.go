@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,16 +20,20 @@ import (
 
 // heldPlace serves objects "held://b/KEY" from memory. A download is
 // held at byte held until the first byte of an output object is written
-// (or a minute has passed: then heldByClock is set, and the test fails
-// rather than hangs), and fails at byte fail if that is not negative.
-// Output objects are written by position into a file and kept at Commit.
+// or holdMax has passed (then heldByClock is set), and fails at byte fail
+// if that is not negative. Output objects are written by position into
+// a file and kept at Commit; wroteEarly says output data (past the
+// first KiB, the header) were written before the download had ended.
 type heldPlace struct {
 	mu          sync.Mutex
 	objects     map[string][]byte
 	held, fail  int64
+	holdMax     time.Duration
 	wrote       chan struct{} // closed at the first output byte
 	wroteOnce   sync.Once
 	heldByClock bool
+	downloaded  atomic.Bool
+	wroteEarly  atomic.Bool
 	aborted     int
 }
 
@@ -42,6 +47,9 @@ func (p *heldPlace) reset(held, fail int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.held, p.fail, p.wrote, p.wroteOnce, p.heldByClock, p.aborted = held, fail, make(chan struct{}), sync.Once{}, false, 0
+	p.holdMax = time.Minute // the test fails rather than hangs
+	p.downloaded.Store(false)
+	p.wroteEarly.Store(false)
 }
 
 func (p *heldPlace) object(name string) ([]byte, bool) {
@@ -68,7 +76,7 @@ func (p *heldPlace) Download(ctx context.Context, name string, f *os.File, from,
 		if off == p.held {
 			select {
 			case <-p.wrote:
-			case <-time.After(time.Minute):
+			case <-time.After(p.holdMax):
 				p.heldByClock = true
 			case <-ctx.Done():
 				return ctx.Err()
@@ -83,6 +91,7 @@ func (p *heldPlace) Download(ctx context.Context, name string, f *os.File, from,
 		}
 		arrived(off, n)
 	}
+	p.downloaded.Store(true)
 	return nil
 }
 
@@ -107,6 +116,9 @@ func (w *heldWriter) WriteAt(b []byte, off int64) (int, error) {
 		return 0, w.err
 	}
 	w.p.wroteOnce.Do(func() { close(w.p.wrote) })
+	if off >= 1024 && !w.p.downloaded.Load() {
+		w.p.wroteEarly.Store(true) // data, not the header
+	}
 	n, err := w.f.WriteAt(b, off)
 	w.mu.Lock()
 	w.size = max(w.size, off+int64(n))
@@ -214,5 +226,42 @@ func TestObjectLaterRangeFails(t *testing.T) {
 	}
 	if _, ok := held.object("held://b/failed.npy"); ok || held.aborted != 1 {
 		t.Errorf("output object made: %v; aborted %d times, want 1", ok, held.aborted)
+	}
+}
+
+// A plan that does not run in chunks (a pad: s2d -b 3 --pad edge of 1024 rows) is
+// computed from the whole input, which it waits for (its download held
+// at 9 MiB for a moment, no output byte is written before it has all
+// come), into an object
+// output made a batch of items at a time by position or, past the
+// buffer limit, through a mapping of its scratch file: the same bytes as
+// the local run's either way.
+func TestObjectWholeTensorJob(t *testing.T) {
+	putHeld(t)
+	req := ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{3}, Pad: ops.PadEdge}
+	dir := t.TempDir()
+	local := filepath.Join(dir, "in.npy")
+	obj, _ := held.object("held://b/in.npy")
+	if err := os.WriteFile(local, obj, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(dir, "want.npy")
+	if _, err := Transform(Options{Request: req, Source: Source{Path: local}, Output: want, Threads: 2}); err != nil {
+		t.Fatal(err)
+	}
+	wantBytes, _ := os.ReadFile(want)
+	for _, limit := range []int{0, 1 << 20} {
+		held.reset(9<<20, -1)
+		held.holdMax = 200 * time.Millisecond
+		out := "held://b/crop.npy"
+		if _, err := Transform(Options{Request: req, Source: Source{Path: "held://b/in.npy"}, Output: out, Threads: 2, BufferLimit: limit}); err != nil {
+			t.Fatal(err)
+		}
+		if held.wroteEarly.Load() {
+			t.Errorf("buffer limit %d: an output byte was written before the whole input had come", limit)
+		}
+		if got, _ := held.object(out); !bytes.Equal(got, wantBytes) {
+			t.Errorf("buffer limit %d: the output object differs from the local run's (%d bytes, want %d)", limit, len(got), len(wantBytes))
+		}
 	}
 }
