@@ -169,21 +169,48 @@ func (w *PartWriter) sendComplete(from, to int64) error {
 		}
 		w.ps = partSizeFor(w.size)
 	}
-	for k := from / w.ps; k*w.ps < to; k++ {
+	for k := w.partOf(from); ; k++ {
+		off, n := w.part(k)
+		if off >= to {
+			return nil
+		}
 		if w.sent[k] {
 			w.mu.Lock()
 			w.resend[k] = true
 			w.mu.Unlock()
 			continue
 		}
-		if w.unseen || (k+1)*w.ps >= w.size || !w.written.Covers(k*w.ps, w.ps) {
+		if w.unseen || off+n >= w.size || !w.written.Covers(off, n) {
 			continue
 		}
-		if err := w.send(k, w.ps); err != nil {
+		if err := w.send(k, n); err != nil {
 			return err
 		}
 	}
-	return nil
+}
+
+// part is part k's range, from 0: parts of ps where the size was known
+// to need more than partSize (Reserve, or written that far, before the
+// first part went); else, as the object may still grow past what
+// 10,000 parts of partSize hold (156 GiB, written in order), partSize
+// for the first half of them and 16 times that for the rest, so that an
+// object up to 1.3 TiB fits while parts stay 16 MiB for every object up
+// to 78 GiB.
+func (w *PartWriter) part(k int64) (off, n int64) {
+	const half = maxParts / 2
+	if w.ps > partSize || k < half {
+		return k * w.ps, w.ps
+	}
+	return half*partSize + (k-half)*16*partSize, 16 * partSize
+}
+
+// partOf is the part that holds byte off.
+func (w *PartWriter) partOf(off int64) int64 {
+	const half = maxParts / 2
+	if w.ps > partSize || off < half*partSize {
+		return off / w.ps
+	}
+	return half + (off-half*partSize)/(16*partSize)
 }
 
 // ReadAt reads back what was written at off.
@@ -339,7 +366,8 @@ func (w *PartWriter) send(k, n int64) error {
 		defer w.parts.Done()
 		defer w.flight.Done()
 		defer func() { <-w.slots }()
-		p, err := w.s.putPart(w.ctx, w.u, w.up.id, int32(k)+1, w.f, k*w.ps, n)
+		off, _ := w.part(k)
+		p, err := w.s.putPart(w.ctx, w.u, w.up.id, int32(k)+1, w.f, off, n)
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		if err != nil {
@@ -391,7 +419,7 @@ func (w *PartWriter) Commit() error {
 		err = w.failed()
 	}
 	if err == nil {
-		n := (w.size + w.ps - 1) / w.ps
+		n := w.partOf(w.size-1) + 1
 		done := make([]types.CompletedPart, n)
 		for k := range n {
 			done[k] = w.done[k]
@@ -410,9 +438,9 @@ func (w *PartWriter) Commit() error {
 // its first request has returned: two requests for one part number could
 // be stored in either order).
 func (w *PartWriter) sendRest() error {
-	n := (w.size + w.ps - 1) / w.ps
+	n := w.partOf(w.size-1) + 1
 	if n > maxParts {
-		return &Error{Msg: fmt.Sprintf("the object (%d bytes) is larger than S3's 10,000 parts of %d bytes can hold", w.size, w.ps)}
+		return &Error{Msg: fmt.Sprintf("the object (%d bytes) is larger than S3's 10,000 parts can hold", w.size)}
 	}
 	w.mu.Lock()
 	again := len(w.resend) > 0
@@ -428,7 +456,8 @@ func (w *PartWriter) sendRest() error {
 		if w.sent[k] && !resend[k] {
 			continue
 		}
-		if err := w.send(k, min(w.ps, w.size-k*w.ps)); err != nil {
+		off, size := w.part(k)
+		if err := w.send(k, min(size, w.size-off)); err != nil {
 			return err
 		}
 	}

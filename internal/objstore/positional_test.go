@@ -55,6 +55,7 @@ func TestPartWriterOutOfOrder(t *testing.T) {
 	}
 	q := size / 4
 	const piece = 100 << 10
+	var written fileio.Extents
 	for end := q; end > 0; end -= piece {
 		start := max(0, end-piece)
 		for k := range 4 {
@@ -62,9 +63,13 @@ func TestPartWriterOutOfOrder(t *testing.T) {
 			if _, err := w.WriteAt(data[off:off+end-start], int64(off)); err != nil {
 				t.Fatal(err)
 			}
+			written.Add(int64(off), int64(end-start))
 		}
-		if len(uploadParts(f)) > 0 && end > q/2 {
-			t.Fatalf("a part was sent with less than half of each quarter written")
+		for _, n := range uploadParts(f) {
+			number, _ := strconv.Atoi(n)
+			if !written.Covers(int64(number-1)*partSize, partSize) {
+				t.Fatalf("part %s was sent before all its bytes were written", n)
+			}
 		}
 	}
 	w.flight.Wait()
@@ -266,5 +271,29 @@ func TestPartWriterUnwrittenBytesZero(t *testing.T) {
 	want[1<<20+10] = 'z'
 	if got := f.objects["bkt/sparse"]; !bytes.Equal(got, want) {
 		t.Errorf("the object is not zeros where nothing was written (%d bytes)", len(got))
+	}
+}
+
+// The parts of an object written by position cover it end to end, each
+// byte in the part partOf names: of partSize up to 78 GiB, then of 16
+// times that, so that an object written in order (its size unknown when
+// its first part goes) fits S3's 10,000 parts up to 1.3 TiB; an object
+// known larger from the start has parts of partSizeFor its size.
+func TestPartSchedule(t *testing.T) {
+	for _, w := range []*PartWriter{{ps: partSizeFor(1 << 30)}, {ps: partSizeFor(200 << 30)}} {
+		end := int64(0)
+		for k := int64(0); k < maxParts; k++ {
+			off, n := w.part(k)
+			if off != end || n < 5<<20 || w.partOf(off) != k || w.partOf(off+n-1) != k {
+				t.Fatalf("ps %d: part %d is [%d, +%d), partOf %d, %d; want it to start at %d", w.ps, k, off, n, w.partOf(off), w.partOf(off+n-1), end)
+			}
+			end = off + n
+		}
+		if w.ps == partSize && end < 1300<<30 || w.ps > partSize && end < 200<<30 {
+			t.Errorf("ps %d: 10,000 parts hold %d bytes", w.ps, end)
+		}
+		if _, n := w.part(maxParts/2 - 1); w.ps == partSize && n != partSize {
+			t.Errorf("part %d of an object up to 78 GiB is %d bytes, want %d", maxParts/2-1, n, partSize)
+		}
 	}
 }
