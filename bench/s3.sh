@@ -11,7 +11,8 @@
 #         two buckets of one remote rclone otherwise copies server side,
 #         no bytes passing through it; versitygw sends no "100 Continue",
 #         for which rclone's client would wait 1 s before each body);
-#   big:  one 1 GiB npy object, the same three (rclone copyto);
+#   big:  one 1 GiB npy object, the same three (rclone copyto), and
+#         depthspace's output checked against numpy's s2d once;
 #   info: info of a 900 KiB npy object, the bytes the server sends,
 #         counted by scripts/byteproxy.py.
 # The commands of a scenario run in turn, RUNS rounds (default 3) after
@@ -207,6 +208,26 @@ for d in $DELAYS; do
       "depthspace=AWS_ENDPOINT_URL=$EP $DS s2d -b 2 s3://src/big.npy -o s3://dst/ds-big.npy" \
       "s5cmd=rm -f $T/s5/big.npy && $S5E cp s3://src/big.npy $T/s5/big.npy && $S5E cp $T/s5/big.npy s3://dst/s5-big.npy" \
       "rclone=$RC copyto -I --disable Copy --expect-continue-timeout 0 vgw:src/big.npy vgw:dst/rclone-big.npy"
+    if [ -z "${checked:-}" ]; then
+      # depthspace's output object, fetched by s5cmd, against numpy's
+      # s2d of the input object (dcr, block 2), one output channel at a
+      # time through memory maps.
+      "$S5" --endpoint-url "$ENDPOINT" cp s3://src/big.npy "$T/check-in.npy" >/dev/null
+      "$S5" --endpoint-url "$ENDPOINT" cp s3://dst/ds-big.npy "$T/check-out.npy" >/dev/null
+      $PY - "$T/check-in.npy" "$T/check-out.npy" <<'PYEOF'
+import sys, numpy as np
+x, y = np.load(sys.argv[1], mmap_mode="r"), np.load(sys.argv[2], mmap_mode="r")
+n, c, h, w = x.shape
+assert y.shape == (n, 4 * c, h // 2, w // 2) and y.dtype == x.dtype, (y.shape, y.dtype)
+for k1 in range(2):
+    for k2 in range(2):
+        for ch in range(c):
+            assert np.array_equal(y[0, (k1 * 2 + k2) * c + ch], x[0, ch, k1::2, k2::2]), (k1, k2, ch)
+print("  depthspace's output object equals numpy's s2d of the input (fetched with s5cmd)")
+PYEOF
+      rm -f "$T/check-in.npy" "$T/check-out.npy"
+      checked=1
+    fi
   fi
   echo "  answers held by the $d ms proxy so far: $(cat "$T/answers.$d")"
 done

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io/fs"
 	"iter"
@@ -58,12 +59,15 @@ func (m *memPlace) ReadFirst(name string, p []byte) (int, int64, error) {
 	return copy(p, data), int64(len(data)), nil
 }
 
-func (m *memPlace) Download(name string, f *os.File, from, size int64) error {
+func (m *memPlace) Download(_ context.Context, name string, f *os.File, from, size int64, arrived func(off, n int64)) error {
 	data, err := m.get(name)
 	if err != nil {
 		return err
 	}
 	_, err = f.WriteAt(data[from:size], from)
+	if err == nil {
+		arrived(from, size-from)
+	}
 	return err
 }
 
@@ -76,8 +80,9 @@ type memWriter struct {
 	m       *memPlace
 	name    string
 	scratch func() (*os.File, error)
-	f       *os.File // made by the first Write
-	n       int64
+	mu      sync.Mutex
+	f       *os.File // made by the first write
+	pos, n  int64    // where Write goes on; the object's size
 }
 
 // errBroke is the failure of an object whose key holds "broken", once
@@ -85,20 +90,59 @@ type memWriter struct {
 var errBroke = errors.New("the connection broke")
 
 func (w *memWriter) Write(p []byte) (int, error) {
-	if strings.Contains(w.name, "broken") && w.n+int64(len(p)) > 1<<20 {
-		return 0, errBroke
-	}
-	if w.f == nil {
-		f, err := w.scratch()
-		if err != nil {
-			return 0, err
-		}
-		w.f = f
-	}
-	n, err := w.f.WriteAt(p, w.n)
-	w.n += int64(n)
+	n, err := w.WriteAt(p, w.pos)
+	w.pos += int64(n)
 	return n, err
 }
+
+func (w *memWriter) WriteAt(p []byte, off int64) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if strings.Contains(w.name, "broken") && off+int64(len(p)) > 1<<20 {
+		return 0, errBroke
+	}
+	if err := w.open(); err != nil {
+		return 0, err
+	}
+	n, err := w.f.WriteAt(p, off)
+	w.n = max(w.n, off+int64(n))
+	return n, err
+}
+
+func (w *memWriter) open() error {
+	if w.f != nil {
+		return nil
+	}
+	f, err := w.scratch()
+	w.f = f
+	return err
+}
+
+func (w *memWriter) ReadAt(p []byte, off int64) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.open(); err != nil {
+		return 0, err
+	}
+	return w.f.ReadAt(p, off)
+}
+
+func (w *memWriter) Reserve(size int64) error {
+	_, err := w.File(size)
+	return err
+}
+
+func (w *memWriter) File(size int64) (*os.File, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.open(); err != nil {
+		return nil, err
+	}
+	w.n = max(w.n, size)
+	return w.f, w.f.Truncate(w.n)
+}
+
+func (w *memWriter) Size() int64 { return w.n }
 
 func (w *memWriter) Commit() error {
 	data := make([]byte, w.n)

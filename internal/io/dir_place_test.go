@@ -40,7 +40,9 @@ func (*memStore) Ready() error { return nil }
 func (*memStore) ReadFirst(string, []byte) (int, int64, error) {
 	return 0, 0, errors.ErrUnsupported
 }
-func (*memStore) Download(string, *os.File, int64, int64) error        { return errors.ErrUnsupported }
+func (*memStore) Download(context.Context, string, *os.File, int64, int64, func(int64, int64)) error {
+	return errors.ErrUnsupported
+}
 func (*memStore) Writer(string, func() (*os.File, error)) ObjectWriter { return nil }
 func (*memStore) AbortAll()                                            {}
 func (m *memStore) Exists(name string) (bool, error) {

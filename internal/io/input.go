@@ -32,6 +32,9 @@ type Input struct {
 	// how much of it Drop has let go.
 	mapping []byte
 	dropped int
+	// arrival: an object still being downloaded into File
+	// (OpenArriving, object_input.go).
+	arrival *arrival
 }
 
 // MapScratch maps the first size bytes of a scratch file of the run's
@@ -63,6 +66,7 @@ var pageSize = os.Getpagesize()
 
 // Close releases the mapping and the file.
 func (in *Input) Close() error {
+	in.stopArrival()
 	var err error
 	if in.pooled {
 		in.pooled = false
@@ -125,7 +129,7 @@ func Open(name string, stdin io.Reader) (*Input, error) {
 		return &Input{Name: name, Data: b}, nil
 	}
 	if p := PlaceOf(name); p != nil {
-		return openObject(p, name)
+		return openObject(p, name, true)
 	}
 	in, f, err := openSmall(name)
 	if err != nil {

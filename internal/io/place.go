@@ -1,6 +1,7 @@
 package fileio
 
 import (
+	"context"
 	"errors"
 	"io"
 	"iter"
@@ -8,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 )
 
 // A Place is where bytes live besides local files and standard input
@@ -21,10 +21,12 @@ import (
 // Objects are one more source and sink: an input is downloaded into an
 // unnamed scratch file (Scratch) and mapped like any file, so every
 // format and the streamed path read it unchanged, and its bytes are
-// page cache, not this process's memory; an output is a stream written
-// in order, as to a pipe, whose parts are sent while the rest is still
-// computed (Writer), and the object appears at Commit. Abort, a failed
-// upload or a signal leaves no object and no upload behind.
+// page cache, not this process's memory; a streamed job reads it while
+// it arrives (OpenArriving). An output is written like a file, by
+// position (object_output.go), and each of its parts is sent once all
+// its bytes are in while the rest is still computed (Writer); the
+// object appears at Commit. Abort, a failed upload or a signal leaves no
+// object and no upload behind.
 type Place interface {
 	// Parse checks the form of name and says whether the form alone
 	// names a directory (a prefix: s3://B/P/ or s3://B).
@@ -37,12 +39,15 @@ type Place interface {
 	// size. An empty p asks for the size alone.
 	ReadFirst(name string, p []byte) (n int, size int64, err error)
 	// Download writes bytes [from, size) of the object name into f at
-	// their own offsets.
-	Download(name string, f *os.File, from, size int64) error
-	// Writer starts the object name, written in order: parts go out as
-	// they are written, and the object appears whole at Commit, or
-	// never. Bytes it does not hold in memory go through the empty
-	// scratch file scratch makes, which the writer closes.
+	// their own offsets, asking for them front to back, and tells
+	// arrived of each range of f written, as it is written; ctx's end
+	// stops it.
+	Download(ctx context.Context, name string, f *os.File, from, size int64, arrived func(off, n int64)) error
+	// Writer starts the object name, written by position or in order:
+	// each part goes out once all its bytes are written, and the object
+	// appears whole at Commit, or never. Bytes it does not hold in
+	// memory go through the empty scratch file scratch makes, which the
+	// writer closes.
 	Writer(name string, scratch func() (*os.File, error)) ObjectWriter
 	// AbortAll withdraws every upload in flight and refuses new ones (a
 	// signal arrived; the process exits next).
@@ -60,12 +65,22 @@ type Place interface {
 	List(name string) iter.Seq2[Entry, error]
 }
 
-// An ObjectWriter takes an object's bytes in order (Write), sending them
-// while later ones are still being produced, and makes the object at
-// Commit; Abort, or a failed Commit, leaves neither an object nor an
-// upload.
+// An ObjectWriter takes an object's bytes by position (WriteAt, from
+// several goroutines; ranges written once) or in order (Write), sending
+// each part once it is complete while later ones are still being
+// produced, and makes the object at Commit; Abort, or a failed Commit,
+// leaves neither an object nor an upload.
 type ObjectWriter interface {
 	Write(p []byte) (int, error)
+	WriteAt(p []byte, off int64) (int, error)
+	ReadAt(p []byte, off int64) (int, error)
+	// Reserve sizes the object; bytes not written are zeros.
+	Reserve(size int64) error
+	// File is the object's scratch file, sized to at least size, to be
+	// written through a mapping: every part is then sent at Commit.
+	File(size int64) (*os.File, error)
+	// Size is the object's size: its furthest byte written or reserved.
+	Size() int64
 	Commit() error
 	Abort()
 }
@@ -139,8 +154,11 @@ const smallObject = 8 << 20
 
 // openObject reads the object name: its first smallObject bytes and its
 // size with one ranged GET (no HEAD first); the rest, if any, by
-// parallel ranged GETs into a scratch file that is then opened as a file.
-func openObject(p Place, name string) (*Input, error) {
+// parallel ranged GETs, front to back, into a scratch file mapped like a
+// file. With wait, it returns once every byte is in; without
+// (OpenArriving), at once, the download going on while the input is
+// read through Arriving.
+func openObject(p Place, name string, wait bool) (*Input, error) {
 	if err := checkObject(p, name, "is a prefix (a directory of objects), not a tensor object"); err != nil {
 		return nil, err
 	}
@@ -167,21 +185,40 @@ func openObject(p Place, name string) (*Input, error) {
 		}
 	}
 	PutBuffer(first)
-	if err == nil {
-		err = p.Download(name, f, int64(n), size)
-	}
-	var fi os.FileInfo
-	if err == nil {
-		fi, err = f.Stat()
-	}
 	if err != nil {
 		if f != nil {
 			f.Close()
 		}
-		if se, ok := err.(*ScratchError); ok {
-			return nil, se
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a := newArrival(cancel)
+	a.arrived(0, int64(n))
+	go func() { a.end(p.Download(ctx, name, f, int64(n), size, a.arrived)) }()
+	in := &Input{Name: name, File: f, arrival: a}
+	if !wait {
+		SpareP() // a large input: its chunks go to several goroutines
+		data, unmap, merr := mapReadOnly(f, size)
+		if merr == nil {
+			in.Data, in.unmap, in.Mapped, in.mapping = data, unmap, true, data
+			in.Info, err = f.Stat()
+			if err != nil {
+				in.Close()
+				return nil, err
+			}
+			return in, nil
 		}
-		return nil, unwrapPath(err)
+		// No mapping here: read whole once it is in, as a file is.
+	}
+	if err := in.Wait(); err != nil {
+		in.Close()
+		return nil, err
+	}
+	in.arrival = nil
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
 	}
 	return openFile(name, f, fi, 0)
 }
@@ -225,8 +262,8 @@ func Head(name string, n int64) (head []byte, size int64, err error) {
 }
 
 // createObject starts an output that is sent as the object name while it
-// is written: a stream to the pipeline (written in order, as to a pipe),
-// whose parts go out as they are computed; Commit makes the object.
+// is written: by position, as a file (object_output.go), its parts going
+// out as they are completed; Commit makes the object.
 func createObject(p Place, name string) (*Output, error) {
 	if err := checkObject(p, name, "names a prefix (ends in /), not an object"); err != nil {
 		return nil, err
@@ -242,46 +279,7 @@ func createObject(p Place, name string) (*Output, error) {
 		}
 		return f, nil
 	}
-	ow := &objectOutput{name: name, w: p.Writer(name, scratch)}
-	return &Output{Name: name, w: ow, closer: ow, place: p}, nil
-}
-
-// objectOutput is an object output's stream: its Close (Output.Commit)
-// makes the object and records its size (UploadedSize).
-type objectOutput struct {
-	name    string
-	w       ObjectWriter
-	written int64
-}
-
-func (o *objectOutput) Write(p []byte) (int, error) {
-	n, err := o.w.Write(p)
-	o.written += int64(n)
-	if err != nil {
-		if errors.As(err, new(*ScratchError)) {
-			return n, err // the scratch file could not be made
-		}
-		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
-			// Only the scratch file fills up: a server's refusal is no
-			// errno of this machine's.
-			return n, &ScratchError{Op: "writing", Object: o.name, Err: err}
-		}
-		return n, unwrapPath(err)
-	}
-	return n, nil
-}
-
-func (o *objectOutput) Close() error {
-	if err := o.w.Commit(); err != nil {
-		return err
-	}
-	uploaded.Store(o.name, o.written)
-	return nil
-}
-
-// abortObject is Output.Abort for an object: nothing is made.
-func (o *Output) abortObject() {
-	o.closer.(*objectOutput).w.Abort()
+	return &Output{Name: name, obj: p.Writer(name, scratch)}, nil
 }
 
 // checkObject says whether name is well formed and names an object, not

@@ -406,7 +406,7 @@ func TestFakeS3(t *testing.T) {
 		t.Errorf("ReadFirst of an empty object: %d %d %v", n, size, err)
 	}
 	dl := tempWith(t, nil)
-	if err := s.Download(ctx, URL{"bkt", "p/x//y/../z.npy"}, dl, 0, int64(len(small))); err != nil {
+	if err := s.Download(ctx, URL{"bkt", "p/x//y/../z.npy"}, dl, 0, int64(len(small)), nil); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(dl.Name()); !bytes.Equal(b, small) {

@@ -51,13 +51,19 @@ func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusPartialContent)
 	body := f.data[first : last+1]
 	if n <= f.failures && f.mode == "cut" {
-		w.Write(body[:len(body)/2])
-		w.(http.Flusher).Flush()
-		conn, _, _ := w.(http.Hijacker).Hijack()
-		conn.Close() // the server dies mid-transfer
+		cutOff(w, body)
 		return
 	}
 	w.Write(body)
+}
+
+// cutOff sends the first half of body and closes the connection: the
+// server dies mid-transfer.
+func cutOff(w http.ResponseWriter, body []byte) {
+	w.Write(body[:len(body)/2])
+	w.(http.Flusher).Flush()
+	conn, _, _ := w.(http.Hijacker).Hijack()
+	conn.Close()
 }
 
 func testStore(t *testing.T, h http.Handler) *Store {
@@ -99,7 +105,7 @@ func TestTransientRetried(t *testing.T) {
 			}
 			defer file.Close()
 			f.gets.Store(0) // the first two GETs of the download fail
-			if err := s.Download(context.Background(), u, file, 100, size); err != nil {
+			if err := s.Download(context.Background(), u, file, 100, size, nil); err != nil {
 				t.Fatal(err)
 			}
 			got, _ := os.ReadFile(file.Name())
@@ -172,7 +178,7 @@ func TestObjectReplacedWhileRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	err = s.Download(context.Background(), u, f, int64(n), size)
+	err = s.Download(context.Background(), u, f, int64(n), size, nil)
 	if err == nil || !strings.Contains(err.Error(), "the object changed while it was read") {
 		t.Errorf("Download of a replaced object: %v", err)
 	}

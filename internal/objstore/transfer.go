@@ -96,10 +96,13 @@ var (
 )
 
 // Download copies bytes [from, size) of the object (of the given size)
-// into f at the same offsets by ranged GETs, up to streams at once, each
-// written by position through a small buffer: memory does not grow with
-// the object.
-func (s *Store) Download(ctx context.Context, u URL, f *os.File, from, size int64) error {
+// into f at the same offsets by ranged GETs, up to streams at once,
+// asked for front to back (the bytes a reader wants first come first),
+// each written by position through a small buffer: memory does not grow
+// with the object. arrived, if not nil, is told of every range of f
+// written, as it is written, from several goroutines: a reader of f can
+// start on the front while the rest is on the way.
+func (s *Store) Download(ctx context.Context, u URL, f *os.File, from, size int64, arrived func(off, n int64)) error {
 	if size <= from {
 		return nil
 	}
@@ -123,8 +126,7 @@ func (s *Store) Download(ctx context.Context, u URL, f *os.File, from, size int6
 				off := from + i*partSize
 				n := min(partSize, size-off)
 				err := s.getRange(ctx, u, off, n, func(r io.Reader, _ int64) error {
-					w := io.NewOffsetWriter(f, off)
-					got, err := io.CopyBuffer(w, r, buf)
+					got, err := copyAt(f, off, r, buf, arrived)
 					if err == nil && got < n {
 						err = io.ErrUnexpectedEOF
 					}
@@ -138,7 +140,34 @@ func (s *Store) Download(ctx context.Context, u URL, f *os.File, from, size int6
 		}()
 	}
 	wg.Wait()
+	if first == nil {
+		first = ctx.Err() // the caller's context ended (the input closed)
+	}
 	return first
+}
+
+// copyAt copies r into f from off on through buf, telling arrived (if
+// not nil) of each piece written.
+func copyAt(f *os.File, off int64, r io.Reader, buf []byte, arrived func(off, n int64)) (int64, error) {
+	var got int64
+	for {
+		n, err := io.ReadFull(r, buf)
+		if n > 0 {
+			if _, werr := f.WriteAt(buf[:n], off+got); werr != nil {
+				return got, werr
+			}
+			if arrived != nil {
+				arrived(off+got, int64(n))
+			}
+			got += int64(n)
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return got, nil
+		}
+		if err != nil {
+			return got, err
+		}
+	}
 }
 
 // maxParts is S3's limit on the parts of one upload.

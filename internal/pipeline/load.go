@@ -35,6 +35,11 @@ type Source struct {
 	// commands set it, so that an archive of any size is worked on in
 	// bounded memory.
 	Deferred bool
+	// Arriving lets a large object input be worked on while it is still
+	// being downloaded (fileio.OpenArriving): a streamed job reads its
+	// chunks as their bytes come in, any other use of the data waits for
+	// all of them (Tensor.arrived). The transform commands set it.
+	Arriving bool
 	// Members (--member GLOB, repeatable) selects the members of a
 	// container to work on: the transforms copy the others to the output
 	// unchanged, info and compare leave them out (Picked).
@@ -241,6 +246,20 @@ type sharedInput struct {
 	refs atomic.Int32
 }
 
+// headArrived: the bytes at the start of an object input that are in
+// when OpenArriving returns (its first GET reads more).
+const headArrived = 1 << 20
+
+// arrived waits until the tensor's input is all there (an object still
+// being downloaded, Source.Arriving): before a use of Data that is not
+// a streamed job's reads.
+func (t *Tensor) arrived() error {
+	if t.input == nil {
+		return nil
+	}
+	return t.input.Wait()
+}
+
 // file is the input's open file and the offset of its element data, for
 // positioned reads; nil when the input is not a regular file.
 func (t *Tensor) file() (*os.File, int64) {
@@ -347,7 +366,11 @@ func load(src Source) (*Tensor, error) {
 			return t, err
 		}
 	}
-	in, err := fileio.Open(src.Path, src.Stdin)
+	open := fileio.Open
+	if src.Arriving {
+		open = fileio.OpenArriving
+	}
+	in, err := open(src.Path, src.Stdin)
 	if errors.Is(err, fileio.ErrDirectory) {
 		if t, ok, err := loadStore(src); ok {
 			return t, err
@@ -389,11 +412,25 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 	}
 	t := &Tensor{Kind: kind, input: in}
 	f := format.Lookup(kind)
+	if f == nil || f.InPlace == nil {
+		// Decoded whole: every byte first (an object still arriving).
+		if err := in.Wait(); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case f == nil:
 		return nil, fmt.Errorf("unknown format %q", kind)
 	case f.InPlace != nil:
 		p, err := f.InPlace.Parse(in.Data, int64(len(in.Data)), d)
+		if in.Arriving() != nil && (err != nil || p.DataOffset > headArrived) {
+			// A header longer than the object's first GET may not be
+			// in yet: parsed again once everything is.
+			if err := in.Wait(); err != nil {
+				return nil, err
+			}
+			p, err = f.InPlace.Parse(in.Data, int64(len(in.Data)), d)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -219,6 +219,17 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan, to format.Kind) [
 			jobs[i].Load = t.inflate
 			jobs[i].Release = t.release
 		}
+		if t.input != nil && t.input.Arriving() != nil {
+			// Made from Data, not read chunk by chunk: the whole
+			// object first.
+			run := jobs[i].Producer.Run
+			jobs[i].Producer.Run = func(dst []byte, first, count int) error {
+				if err := t.arrived(); err != nil {
+					return pathErr(input, err)
+				}
+				return run(dst, first, count)
+			}
+		}
 		if t.Stream != nil {
 			jobs[i].Load = func() error {
 				data, err := readWhole(t.Stream, int64(p.InBytes()))

@@ -78,6 +78,26 @@ func (o offsetReader) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
+// arriving is the reader of an input still being downloaded (each read
+// waits for its bytes), nil for any other.
+func (t *Tensor) arriving() io.ReaderAt {
+	if t.input == nil || t.lazy != nil || t.Stream != nil || !t.inFile {
+		return nil
+	}
+	return t.input.Arriving()
+}
+
+// arrivingReader reads an arriving input at a fixed offset (the npy
+// data start); its errors are the download's, which name the object.
+type arrivingReader struct {
+	r    io.ReaderAt
+	base int64
+}
+
+func (a arrivingReader) ReadAt(p []byte, off int64) (int, error) {
+	return a.r.ReadAt(p, a.base+off)
+}
+
 // memReader serves decoded or mapped bytes.
 type memReader []byte
 
@@ -97,7 +117,7 @@ func streamRun(plan *ops.Plan, t *Tensor, out sink, base int64, threads, chunkBy
 		chunkBytes = DefaultChunkBytes
 	}
 	j := &streamJob{plan: plan, t: t, in: streamInput(plan, t), dest: out, base: base, progress: progress,
-		seqIn: t.Stream != nil, seqOut: !out.IsFile()}
+		seqIn: t.Stream != nil, seqOut: !out.IsFile(), arriving: t.arriving() != nil}
 	defer j.close()
 	if sf := out.StreamFile(); sf != nil {
 		growPipe(sf)
@@ -124,8 +144,14 @@ type streamJob struct {
 	// seqIn and seqOut: the input is read, or the output written, in
 	// order (a stream that is not spooled).
 	seqIn, seqOut bool
-	sp            *spool    // the piped input spooled, nil once finished
-	so            *outSpool // the piped output spooled
+	// arriving: the input is an object still coming in front to back
+	// (Source.Arriving): chunks are cut in input order where that keeps
+	// them small, so that the first starts once its bytes are in and
+	// each worker's next one is likely in by then; they are still read
+	// by position, several at once.
+	arriving bool
+	sp       *spool    // the piped input spooled, nil once finished
+	so       *outSpool // the piped output spooled
 }
 
 // streamInput reads t's data by position: a stream in order, a file with
@@ -133,6 +159,8 @@ type streamJob struct {
 func streamInput(plan *ops.Plan, t *Tensor) chunkInput {
 	f, off := t.file()
 	switch {
+	case t.arriving() != nil && f != nil:
+		return arrivingReader{t.arriving(), off}
 	case t.Stream != nil:
 		return &sequential{r: t.Stream, sz: int64(plan.InBytes())}
 	case f != nil:
@@ -158,7 +186,7 @@ func (j *streamJob) close() {
 // that need it first since that changes which chunks are possible.
 func (j *streamJob) chunk(out sink, chunkBytes int, adapt bool) error {
 	var err error
-	if j.ck, err = j.plan.Chunker(chunkBytes, j.seqIn, j.seqOut); err != nil {
+	if j.ck, err = j.chunker(chunkBytes); err != nil {
 		return err
 	}
 	if err := j.spoolStreams(out, chunkBytes); err != nil {
@@ -177,6 +205,20 @@ func (j *streamJob) chunk(out sink, chunkBytes int, adapt bool) error {
 	return nil
 }
 
+// chunker cuts the plan into chunks of about chunkBytes, as the streams
+// require; an arriving input's in input order unless that makes them
+// bigger than spoolAbove (then in any order: its reads wait all the
+// same, the work starts later).
+func (j *streamJob) chunker(chunkBytes int) (*ops.Chunker, error) {
+	if j.arriving && !j.seqIn {
+		ck, err := j.plan.Chunker(chunkBytes, true, j.seqOut)
+		if err != nil || ck.MaxBytes() <= spoolAbove {
+			return ck, err
+		}
+	}
+	return j.plan.Chunker(chunkBytes, j.seqIn, j.seqOut)
+}
+
 // spoolStreams: in order, a job may have to hold a whole batch item in
 // memory (an s2d of NCHW writes its first byte after one has come in):
 // then the streams are spooled (spool.go). A piped output goes first: the
@@ -189,7 +231,7 @@ func (j *streamJob) spoolStreams(out sink, chunkBytes int) error {
 			return err
 		}
 		j.so, j.seqOut = so, false
-		if j.ck, err = j.plan.Chunker(chunkBytes, j.seqIn, j.seqOut); err != nil {
+		if j.ck, err = j.chunker(chunkBytes); err != nil {
 			return err
 		}
 	}
@@ -200,7 +242,7 @@ func (j *streamJob) spoolStreams(out sink, chunkBytes int) error {
 		}
 		j.sp = sp
 		j.in, j.seqIn = sp, false
-		if j.ck, err = j.plan.Chunker(chunkBytes, j.seqIn, j.seqOut); err != nil {
+		if j.ck, err = j.chunker(chunkBytes); err != nil {
 			return err
 		}
 	}
@@ -214,7 +256,7 @@ func (j *streamJob) growChunks(chunkBytes int) error {
 	ch := j.ck.Chunk(0)
 	segs := max(len(ch.In), len(ch.Out))
 	if want := min(segs*minSegmentBytes, maxChunkBytes); want > chunkBytes {
-		ck, err := j.plan.Chunker(want, j.seqIn, j.seqOut)
+		ck, err := j.chunker(want)
 		if err != nil {
 			return err
 		}

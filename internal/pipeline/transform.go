@@ -96,7 +96,7 @@ func Transform(opts Options) (*Result, error) {
 	if src.Threads == 0 {
 		src.Threads = opts.Threads
 	}
-	src.Deferred = true
+	src.Deferred, src.Arriving = true, true
 	t, err := load(src)
 	if err != nil {
 		return nil, err

@@ -36,7 +36,9 @@ func (m memPlace) ReadFirst(name string, p []byte) (int, int64, error) {
 	}
 	return copy(p, b), int64(len(b)), nil
 }
-func (memPlace) Download(string, *os.File, int64, int64) error { return errors.ErrUnsupported }
+func (memPlace) Download(context.Context, string, *os.File, int64, int64, func(int64, int64)) error {
+	return errors.ErrUnsupported
+}
 func (memPlace) Writer(string, func() (*os.File, error)) fileio.ObjectWriter {
 	return nil
 }

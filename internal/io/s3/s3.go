@@ -55,12 +55,12 @@ func (place) ReadFirst(name string, p []byte) (int, int64, error) {
 	return s.ReadFirst(context.Background(), u, p)
 }
 
-func (place) Download(name string, f *os.File, from, size int64) error {
+func (place) Download(ctx context.Context, name string, f *os.File, from, size int64, arrived func(off, n int64)) error {
 	s, u, err := store(name)
 	if err != nil {
 		return err
 	}
-	return s.Download(context.Background(), u, f, from, size)
+	return s.Download(ctx, u, f, from, size, arrived)
 }
 
 func (place) Writer(name string, scratch func() (*os.File, error)) fileio.ObjectWriter {
@@ -75,9 +75,14 @@ func (place) Writer(name string, scratch func() (*os.File, error)) fileio.Object
 // be made): every call says why.
 type failedWriter struct{ err error }
 
-func (w failedWriter) Write([]byte) (int, error) { return 0, w.err }
-func (w failedWriter) Commit() error             { return w.err }
-func (w failedWriter) Abort()                    {}
+func (w failedWriter) Write([]byte) (int, error)          { return 0, w.err }
+func (w failedWriter) WriteAt([]byte, int64) (int, error) { return 0, w.err }
+func (w failedWriter) ReadAt([]byte, int64) (int, error)  { return 0, w.err }
+func (w failedWriter) Reserve(int64) error                { return w.err }
+func (w failedWriter) File(int64) (*os.File, error)       { return nil, w.err }
+func (w failedWriter) Size() int64                        { return 0 }
+func (w failedWriter) Commit() error                      { return w.err }
+func (w failedWriter) Abort()                             {}
 
 func (place) AbortAll() { objstore.AbortAll() }
 
