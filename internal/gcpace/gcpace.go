@@ -45,8 +45,8 @@ var names = []string{
 }
 
 // pacer is the state shared by every Start: the rooms asked for by the
-// holders still running (the largest is used), and what the first of
-// them found, to be put back when the last one stops.
+// holders still running (their sum is used), and what the first of them
+// found, to be put back when the last one stops.
 type pacer struct {
 	mu      sync.Mutex
 	rooms   []int64
@@ -70,10 +70,12 @@ func newPacer() *pacer {
 }
 
 // Start paces the collector by room bytes of heap until the returned
-// function is called. Starts may nest (a Zarr store within a batch): the
-// largest room of those running is used, and the last stop puts back the
-// collector's percentage and memory limit as they were before the first.
-// The returned function may be called more than once.
+// function is called. Starts may nest or overlap (a Zarr store within a
+// batch, two stores at once): each makes its own garbage, so the rooms
+// of those running add up, and the last stop puts back the collector's
+// percentage and memory limit as they were before the first, whatever
+// order they stop in. The returned function may be called more than
+// once.
 func Start(room int64) (stop func()) {
 	return pace.start(room, os.Getenv)
 }
@@ -143,7 +145,11 @@ func (p *pacer) setLimit() int64 {
 	metrics.Read(p.samples)
 	v := func(i int) int64 { return int64(p.samples[i].Value.Uint64()) }
 	live, total, released, objects, free, unused := v(0), v(1), v(2), v(3), v(4), v(5)
-	limit := limitFor(total-released-objects-free-unused, live, slices.Max(p.rooms))
+	var room int64
+	for _, r := range p.rooms {
+		room += r
+	}
+	limit := limitFor(total-released-objects-free-unused, live, room)
 	debug.SetMemoryLimit(limit)
 	return limit
 }

@@ -138,27 +138,23 @@ func TestUserSettingsStepAside(t *testing.T) {
 	}
 }
 
-func TestNestedStartsUseLargestRoom(t *testing.T) {
+func TestOverlappingStartsAddRooms(t *testing.T) {
 	p := newPacer()
-	stopOuter := p.start(1<<20, noEnv)
-	small := rearmedAfterGC(t, p)
-	const inner = 256 << 20
+	const outer, inner = 64 << 20, 256 << 20
+	stopOuter := p.start(outer, noEnv)
 	stopInner := p.start(inner, noEnv)
-	_, limit := settings()
-	if limit < inner {
-		t.Errorf("limit with an inner room of %d MiB: %d MiB", inner>>20, limit>>20)
+	if _, limit := settings(); limit < inner+outer {
+		t.Errorf("limit with rooms of %d and %d MiB: %d MiB", outer>>20, inner>>20, limit>>20)
 	}
-	if got := rearmedAfterGC(t, p); got < inner {
-		t.Errorf("re-armed limit with an inner room of %d MiB: %d MiB", inner>>20, got>>20)
+	both := rearmedAfterGC(t, p)
+	if both < inner+outer {
+		t.Errorf("re-armed limit with rooms of %d and %d MiB: %d MiB", outer>>20, inner>>20, both>>20)
+	}
+	stopOuter() // the first to start need not be the last to stop
+	if percent, limit := settings(); percent != -1 || limit > both-outer/2 || limit < inner {
+		t.Errorf("after the outer stop: GOGC %d, limit %d MiB; want off and about %d MiB less than %d", percent, limit>>20, outer>>20, both>>20)
 	}
 	stopInner()
-	if _, limit := settings(); limit >= inner {
-		t.Errorf("limit after the inner stop: %d MiB, want the outer's (%d MiB at its last re-arm)", limit>>20, small>>20)
-	}
-	if percent, _ := settings(); percent != -1 {
-		t.Errorf("GOGC after the inner stop: %d, want still off", percent)
-	}
-	stopOuter()
 	if percent, limit := settings(); percent != 100 || limit != math.MaxInt64 {
 		t.Errorf("after both stops: GOGC %d, limit %d; want 100 and none", percent, limit)
 	}
