@@ -4,12 +4,14 @@
 //
 // A percentage (GOGC) lets the heap grow to a multiple of what the last
 // collection found live. With a live heap of 2 MiB that is a few MiB of
-// garbage between collections, so a batch of small files collected every
-// thousand-odd files and spent a tenth of its CPU in the collector's
-// marking and sweeping. Start turns the percentage off and sets a memory
-// limit of the runtime's own overhead, the live heap and a room; after
-// each collection the limit is set again from what that collection
-// found live, so the collector runs once per room of garbage, and memory
+// garbage between collections: a batch of small files collected every
+// 2,500 or so at GOGC 200; and a collection whose marking is held off
+// its core counts what is allocated meanwhile as live, which the
+// percentage multiplies into the next goal. Start turns the percentage
+// off and sets a memory limit of the runtime's own overhead, the live
+// heap and a room; after each collection the limit is set again from
+// what that collection found live, so the collector runs once per room
+// of garbage, a held-off marking only adds to the next limit, and memory
 // stays near the live heap plus the room however long the work runs.
 //
 // The room grows with the live heap (it is never less than the live heap
