@@ -13,17 +13,17 @@ give a tmpfs such as /dev/shm, or a directory on the disk):
             paired runs with --baseline)
   tiny1m    1,000,000 npy files of 144 bytes (uint8 [1, 1, 4, 4]) in 1,000
             directories, the same two commands (a 144-byte file takes a
-            4 KiB page of tmpfs: about 4 GiB a tree, 12 GiB for the three;
-            minutes a round)
+            4 KiB page of tmpfs: about 4 GiB a tree; minutes a round)
   big       one 1 GiB float32 [4, 64, 1024, 1024] npy, `s2d -b 2 -o` at -j 1
             and at -j 2, beside `cp`
 --baseline BIN adds BIN (another build of depthspace) running each
 depthspace command, and each depthspace line ends with its ratios to
 that build's (the median of the per-round ratios).
 
-Every command runs once per round, in turn, its previous output removed
-first (not timed). Printed per command: median wall seconds (min-max),
-median CPU seconds (user + system, GNU time), peak RSS, and the median of
+Every command runs once per round, in turn, its output removed after it
+(not timed), so that the scratch directory holds the input and one output
+at a time (tiny1m: 8 GiB of tmpfs). Printed per command: median wall
+seconds (min-max), median CPU seconds (user + system, GNU time), peak RSS, and the median of
 the per-round ratios of wall and CPU to the peer (`cp -r`, `cp`, or for
 the -j 2 run the -j 1 run). The first round checks a sample of outputs
 against numpy.
@@ -48,6 +48,13 @@ def run(cmd):
         sys.exit(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr}")
     wall, user, sys_, rss = p.stderr.strip().splitlines()[-1].split()
     return float(wall), float(user) + float(sys_), int(rss) / 1024
+
+
+def remove(path):
+    if os.path.isdir(path):
+        shutil.rmtree(path)
+    elif os.path.exists(path):
+        os.remove(path)
 
 
 def s2d_ref(a):
@@ -127,14 +134,10 @@ def main():
             res = {k: [] for k in cmds}
             for r in range(a.rounds):
                 for k, (out, cmd) in cmds.items():
-                    if os.path.isdir(out):
-                        shutil.rmtree(out)
-                    elif os.path.exists(out):
-                        os.remove(out)
                     res[k].append(run(cmd))
-                if r == 0 and job != "big":
-                    for name, _ in builds:
-                        check(S("in"), S("out-" + name), rels)
+                    if r == 0 and job != "big" and k in dict(builds):
+                        check(S("in"), out, rels)
+                    remove(out)
             print(f"\n{job} in {a.scratch or tempfile.gettempdir()} ({a.rounds} rounds)")
             for k, v in res.items():
                 walls, cpus = [x[0] for x in v], [x[1] for x in v]
@@ -151,16 +154,8 @@ def main():
                     bc = statistics.median(x[1] / max(p[1], 0.005) for x, p in zip(v, pb))
                     line += f"; wall x{bw:.2f} cpu x{bc:.2f} baseline"
                 print(line)
-            for out, _ in cmds.values():
-                if os.path.isdir(out):
-                    shutil.rmtree(out)
-                elif os.path.exists(out):
-                    os.remove(out)
             for p in ("in", "big.npy"):
-                if os.path.isdir(S(p)):
-                    shutil.rmtree(S(p))
-                elif os.path.exists(S(p)):
-                    os.remove(S(p))
+                remove(S(p))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -16,11 +16,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/depthspace/depthspace/internal/gcpace"
 	fileio "github.com/depthspace/depthspace/internal/io"
 	"github.com/depthspace/depthspace/internal/pipeline"
 	"github.com/depthspace/depthspace/internal/walk"
@@ -191,17 +191,16 @@ func Run(opts Options) (*Summary, error) {
 	// otherwise ignore SIGINT around its first replacement until the
 	// handler is in (fileio's replaceAnon), and its cost is paid once.
 	fileio.HandleSignals()
-	// The collector runs at half its default pace (unless GOGC says
-	// otherwise): a batch's Go heap is a few MiB whatever its files
-	// (their bytes are in mapped buffers, not on the heap), and with the
-	// default it collected after every few small files. Measured on
-	// 10,000 and 1,000,000 files of 144 bytes: GOGC 400 took 0.88x the
-	// time of 100 but peaked at 18 and 32 MiB RssAnon (it grows with the
-	// heap's small drift over a long batch); 200 takes 0.94x the CPU and
-	// peaks at 11 and 17 MiB, 100 at 7 and 12.
-	if os.Getenv("GOGC") == "" {
-		defer debug.SetGCPercent(debug.SetGCPercent(200))
-	}
+	// The collector runs once per gcRoom of garbage rather than at a
+	// percentage of the live heap (gcpace; GOGC or GOMEMLIMIT set by the
+	// user rule instead): a batch's Go heap is about 2 MiB live whatever
+	// its files (their bytes are in mapped buffers, not on the heap), so
+	// a percentage collected every few hundred small files at GOGC 100,
+	// every 2,500 or so at 200; and a collection whose marking is held
+	// off its core under load counts what the workers allocate meanwhile
+	// as live, which a percentage multiplies into the next goal and a
+	// room only adds to.
+	defer gcpace.Start(gcRoom)()
 	fileio.SpareP() // workers in long reads and writes keep a P spare
 	// Threads workers take the files in order. A worker lives for the
 	// whole batch (a goroutine per file grew a new stack for each: 7% of
@@ -481,6 +480,14 @@ func (r *runner) finish(i int, size int64, rec Record, err error, counted int64)
 // maxAhead is how far ahead of the next record to report a finished file
 // may be before its worker waits.
 const maxAhead = 1024
+
+// gcRoom is the garbage a batch makes between two collections: about
+// 5,000 files of 144 bytes (3.3 KiB of garbage a file), 18 collections in
+// 100,000 where GOGC 200 made 36-42. Measured against GOGC 200
+// (docs/performance.md, many tiny files): the CPU 0.95-1.00x, the peak
+// RSS over 1,000,000 files 36 MiB against 59 under the same load; 8 MiB
+// gave no less CPU, and 32 and 64 MiB peaked at 42 and 71 MiB.
+const gcRoom = 16 << 20
 
 // slot is the slot of item next+k in pending, which grows (by
 // powers of two) to hold it.

@@ -19,7 +19,7 @@ import (
 func openSmall(name string) (in *Input, f *os.File, err error) {
 	var fd int
 	for {
-		fd, err = syscall.Open(name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		fd, err = openPath(name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 		if err != syscall.EINTR {
 			break
 		}

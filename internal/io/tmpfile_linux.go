@@ -19,7 +19,7 @@ func createAnon(dir string) (int, error) {
 		return -1, errNoAnon
 	}
 	for {
-		fd, err := unix.Open(dir, unix.O_RDWR|unix.O_CLOEXEC|unix.O_TMPFILE, 0o666)
+		fd, err := openPath(dir, unix.O_RDWR|unix.O_CLOEXEC|unix.O_TMPFILE, 0o666)
 		if err == unix.EINTR {
 			continue
 		}
@@ -34,7 +34,7 @@ func createAnon(dir string) (int, error) {
 // with EEXIST if name exists.
 func linkAnon(fd int, name string) error {
 	if !procLink.Load() {
-		err := retryEINTR(func() error { return unix.Linkat(fd, "", unix.AT_FDCWD, name, unix.AT_EMPTY_PATH) })
+		err := retryEINTR(func() error { return linkEmptyPath(fd, name) })
 		if err != unix.ENOENT && err != unix.EPERM && err != unix.EINVAL {
 			return err
 		}
