@@ -80,8 +80,8 @@ type PartWriter struct {
 // of the client's 4 s of CPU (creating, writing, reading back and
 // freeing it). The buffers are made once, outside the Go heap, and kept:
 // with one per writer on the heap, made and dropped, 16 objects in
-// flight peaked at 136 MiB RssAnon against 66 with files (the collector
-// runs at GOGC 200 in a batch), and 8 kept on the heap still at 104-109.
+// flight peaked at 136 MiB RssAnon against 66 with files (measured with
+// the collector at GOGC 200), and 8 kept on the heap still at 104-109.
 const (
 	inMemory   = 2 << 20
 	memBuffers = 8
