@@ -189,6 +189,7 @@ type placeOutput struct {
 	held     map[string][]byte
 	written  int64
 	replaces bool // objects were under the prefix at the start
+	cleared  bool // the old store's metadata is deleted: it is gone
 	done     bool // the root's metadata is put: the store is there
 
 	aborting    sync.Once
@@ -272,6 +273,12 @@ func (o *placeOutput) Put(key string, data []byte) error {
 	if o.err != nil {
 		return o.err
 	}
+	if o.replaces && !o.cleared {
+		if err := o.clearOld(); err != nil {
+			o.err = err
+			return err
+		}
+	}
 	o.inFlight++
 	o.bytes += int64(len(b))
 	o.put = append(o.put, key) // before it is sent: an interrupted put is deleted too
@@ -289,6 +296,40 @@ func (o *placeOutput) Put(key string, data []byte) error {
 	return nil
 }
 
+// clearOld deletes the metadata of the store being replaced before the
+// first chunk is put: a new chunk overwrites the old one of its key (a
+// place has no rename to stage them under), and a reader must not take
+// new chunks for the old array. From here the old store is gone, so a
+// failed run deletes the rest of it too and says so (gone).
+func (o *placeOutput) clearOld() error {
+	var meta []string
+	for e, err := range o.p.List(o.url) {
+		if err != nil {
+			return fmt.Errorf("listing the store that was there: %w", err)
+		}
+		if o.last == nil || o.last(e.Rel) {
+			meta = append(meta, e.Name)
+		}
+	}
+	o.cleared = true
+	if err := deleteAll(o.ctx, o.sp, meta); err != nil {
+		return fmt.Errorf("deleting the metadata of the store that was there: %w", err)
+	}
+	return nil
+}
+
+// gone is err, saying that the store which was at the prefix is
+// deleted where the failed run had begun to replace it.
+func (o *placeOutput) gone(err error) error {
+	o.mu.Lock()
+	cleared := o.cleared
+	o.mu.Unlock()
+	if !cleared || err == nil {
+		return err
+	}
+	return fmt.Errorf("%w; the store that was at %s is deleted (a store on an object store is replaced in place)", err, o.url)
+}
+
 // wait waits for the puts under way; the first failure.
 func (o *placeOutput) wait() error {
 	o.mu.Lock()
@@ -303,7 +344,7 @@ func (o *placeOutput) commit() error {
 	defer remoteOutputs.Delete(o)
 	if err := o.wait(); err != nil {
 		o.abort()
-		return err
+		return o.gone(err)
 	}
 	// The metadata, deepest first, the root's last: a group's members
 	// before the group, an array's before nothing.
@@ -332,7 +373,7 @@ func (o *placeOutput) commit() error {
 			o.done = false
 			o.mu.Unlock()
 			o.abort()
-			return fmt.Errorf("%s: %w", k, err)
+			return o.gone(fmt.Errorf("%s: %w", k, err))
 		}
 	}
 	if !o.replaces {
@@ -363,7 +404,8 @@ func (o *placeOutput) deleteStale() error {
 	return nil
 }
 
-// abort stops the puts and deletes every object this run put, once: a
+// abort stops the puts and deletes every object this run put (and the
+// rest of a store being replaced, once clearOld has run), once: a
 // second caller (the run's own Abort after a signal's) waits for the
 // first. After a signal, the run's goroutines wait here for the
 // handler's exit, so that the run ends as signalled, with every
@@ -389,7 +431,18 @@ func (o *placeOutput) deletePut() {
 		names[i] = o.url + k
 	}
 	o.put = nil
+	cleared := o.cleared
 	o.mu.Unlock()
+	if cleared {
+		// The old store's metadata is deleted: its chunks left are no
+		// store, and go too.
+		for e, err := range o.p.List(o.url) {
+			if err != nil {
+				break
+			}
+			names = append(names, e.Name)
+		}
+	}
 	_ = deleteAll(context.Background(), o.sp, names)
 	remoteOutputs.Delete(o)
 }

@@ -136,7 +136,7 @@ func claimsMeta(d *Dir) bool {
 // TestPlaceOutputOrder: a store written to a place puts its data
 // objects first and its metadata objects at Commit, deepest first and
 // the root's last; a store already there loses, after that, the objects
-// the new one does not have.
+// the new one does not have, its metadata before the first chunk.
 func TestPlaceOutputOrder(t *testing.T) {
 	memPlace.reset()
 	memPlace.objects["mem://b/s.zarr/meta"] = []byte("old")
@@ -170,15 +170,18 @@ func TestPlaceOutputOrder(t *testing.T) {
 		}
 	}
 	slices.Sort(data)
-	slices.Sort(deleted)
 	if want := []string{"PUT c/0", "PUT c/1", "PUT x/y/c/0"}; !slices.Equal(data, want) {
 		t.Errorf("data puts %q, want %q", data, want)
 	}
 	if want := []string{"PUT x/y/meta", "PUT x/meta", "PUT meta"}; !slices.Equal(meta, want) {
 		t.Errorf("metadata puts %q, want %q (deepest first, root last)", meta, want)
 	}
-	if want := []string{"DELETE a/meta", "DELETE c/9"}; !slices.Equal(deleted, want) {
+	// The old metadata first, before any chunk; the old chunks last.
+	if want := []string{"DELETE a/meta", "DELETE meta", "DELETE c/9"}; !slices.Equal(deleted, want) {
 		t.Errorf("deleted %q, want %q", deleted, want)
+	}
+	if first := slices.IndexFunc(log, func(l string) bool { return strings.HasPrefix(l, "PUT ") }); first < 2 || !slices.Equal(log[:2], []string{"DELETE a/meta", "DELETE meta"}) {
+		t.Errorf("a chunk put before the old store's metadata is deleted: %q", log)
 	}
 	if i := slices.Index(log, "PUT meta"); i > slices.Index(log, "DELETE c/9") {
 		t.Errorf("the old store's objects deleted before the new root metadata: %q", log)
@@ -225,6 +228,51 @@ func TestPlaceOutputAbort(t *testing.T) {
 		}
 		if _, ok := memPlace.objects["mem://b/other"]; !ok {
 			t.Errorf("fail %v: an object beside the store was deleted", fail)
+		}
+	}
+}
+
+// TestPlaceOutputReplaceFails: a failed replacement of a store leaves
+// no store whose metadata a reader would take new chunks under: the
+// old metadata goes before the first chunk, the rest of the old store
+// and every object put go at the failure, and the error says the old
+// store is deleted.
+func TestPlaceOutputReplaceFails(t *testing.T) {
+	for _, viaCommit := range []bool{true, false} {
+		memPlace.reset()
+		memPlace.objects["mem://b/other"] = []byte("beside")
+		memPlace.objects["mem://b/s.zarr/meta"] = []byte("old")
+		for _, k := range []string{"c/0", "c/1", "c/2", "c/3"} {
+			memPlace.objects["mem://b/s.zarr/"+k] = []byte("old chunk")
+		}
+		o, err := CreateStore("mem://b/s.zarr", claimsMeta, isMeta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if viaCommit {
+			memPlace.failPut = "c/1"
+		}
+		for _, k := range []string{"c/0", "c/1", "meta"} {
+			if o.Put(k, []byte("new "+k)) != nil {
+				break
+			}
+		}
+		if viaCommit {
+			err = o.Commit()
+		} else {
+			err = o.Abandon(errors.New("chunk 2: corrupt"))
+		}
+		if err == nil || !strings.Contains(err.Error(), "the store that was at mem://b/s.zarr/ is deleted") {
+			t.Errorf("commit %v: error %v does not say the old store is deleted", viaCommit, err)
+		}
+		if keys := memPlace.keys(); len(keys) != 0 {
+			t.Errorf("commit %v: objects left: %q", viaCommit, keys)
+		}
+		if i, j := slices.Index(memPlace.log, "DELETE meta"), slices.Index(memPlace.log, "PUT c/0"); i < 0 || (j >= 0 && j < i) {
+			t.Errorf("commit %v: a chunk put before the old metadata is deleted: %q", viaCommit, memPlace.log)
+		}
+		if _, ok := memPlace.objects["mem://b/other"]; !ok {
+			t.Errorf("commit %v: an object beside the store was deleted", viaCommit)
 		}
 	}
 }
