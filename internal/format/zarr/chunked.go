@@ -162,7 +162,7 @@ func (r *reader) readSpan(key string, ix *blosc.Index, dst []byte, off int) erro
 	}
 	tmp := spanScratch.Get().(*[]byte)
 	defer spanScratch.Put(tmp)
-	if need := 3 * ix.BlockSize; cap(*tmp) < need {
+	if need := 3 * ix.ScratchBlock(); cap(*tmp) < need {
 		*tmp = make([]byte, need)
 	}
 	if err := ix.DecodeSpan(dst, off, stored, (*tmp)[:cap(*tmp)]); err != nil {

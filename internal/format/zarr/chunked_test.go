@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
@@ -114,5 +115,39 @@ func TestReadChunkRangeHostile(t *testing.T) {
 		if !bytes.Contains([]byte(err.Error()), []byte("chunk 0.0")) {
 			t.Fatalf("%s: %v does not name the chunk", name, err)
 		}
+	}
+}
+
+// TestReadChunkRangeBlockSizeOverChunk: a frame whose header claims a
+// block far larger than its chunk (one short block, as a whole read
+// takes it) is read in ranges as whole, with scratch of the chunk's size,
+// not of three claimed blocks.
+func TestReadChunkRangeBlockSizeOverChunk(t *testing.T) {
+	src := bytes.Repeat([]byte("depthspace"), 8)[:72]
+	frame, err := blosc.EncodeLZ4(src, 1, blosc.NoShuffle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.LittleEndian.PutUint32(frame[8:], 700_000_000)
+	meta := `{"zarr_format": 2, "shape": [72], "chunks": [72], "dtype": "|u1", "compressor": {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 0, "blocksize": 0}, "fill_value": 0, "order": "C", "filters": null}`
+	dir := t.TempDir()
+	put(t, dir, map[string][]byte{".zarray": []byte(meta), "0": frame})
+	rd := openReader(t, dir)
+	whole := make([]byte, 72)
+	if err := rd.ReadChunk(whole, []int{0}); err != nil || !bytes.Equal(whole, src) {
+		t.Fatalf("read whole: %v", err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got := make([]byte, 30)
+	if err := rd.ReadChunkRange(got, []int{0}, 20); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if !bytes.Equal(got, src[20:50]) {
+		t.Fatal("the part differs from the chunk read whole")
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Errorf("reading 30 bytes of a 72-byte chunk allocated %d bytes", n)
 	}
 }

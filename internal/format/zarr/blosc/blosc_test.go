@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/testpeer"
@@ -461,5 +462,47 @@ func TestDecodeSpanBlocksOutOfOrder(t *testing.T) {
 		if !bytes.Equal(got, src[span[0]:span[0]+span[1]]) {
 			t.Fatalf("span %v differs", span)
 		}
+	}
+}
+
+// TestDecodeSpanBlockSizeOverNBytes: a header's block size may exceed the
+// frame's bytes (one short block, as the whole-frame decoder reads it);
+// a span is decoded the same, with scratch of the data's size, not of
+// three claimed blocks.
+func TestDecodeSpanBlockSizeOverNBytes(t *testing.T) {
+	src := bytes.Repeat([]byte("depthspace"), 8)[:72]
+	frame, err := EncodeLZ4(src, 1, NoShuffle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.LittleEndian.PutUint32(frame[8:], 700_000_000)
+	want, err := Decode(frame, len(src))
+	if err != nil || !bytes.Equal(want, src) {
+		t.Fatalf("the whole-frame decoder: %v", err)
+	}
+	hb, err := HeadBytes(frame[:HeaderSize])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := ParseIndex(frame[:hb], len(frame))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ix.Memcpyed() {
+		t.Fatal("the frame is stored as a copy: the test needs compressed blocks")
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got := make([]byte, 30)
+	lo, hi := ix.Span(20, len(got))
+	if err := ix.DecodeSpan(got, 20, frame[lo:hi], nil); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if !bytes.Equal(got, src[20:50]) {
+		t.Fatal("the span differs from the whole frame's")
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Errorf("decoding 30 bytes of a 72-byte frame allocated %d bytes", n)
 	}
 }

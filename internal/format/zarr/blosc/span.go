@@ -87,9 +87,13 @@ func (ix *Index) Span(off, n int) (lo, hi int) {
 	return lo, hi
 }
 
+// ScratchBlock is the most bytes a block of the frame decodes to: the
+// header's block size may exceed the frame's data (one short block).
+func (ix *Index) ScratchBlock() int { return min(ix.BlockSize, ix.NBytes) }
+
 // DecodeSpan fills dst with the data bytes [off, off+len(dst)) from
 // stored, the frame's bytes Span gave for them; tmp is scratch of three
-// blocks (nil: made here).
+// ScratchBlock (nil: made here).
 func (ix *Index) DecodeSpan(dst []byte, off int, stored, tmp []byte) error {
 	n := len(dst)
 	if off < 0 || n < 0 || off+n > ix.NBytes {
@@ -110,10 +114,11 @@ func (ix *Index) DecodeSpan(dst []byte, off int, stored, tmp []byte) error {
 		return err
 	}
 	bs := ix.BlockSize
-	if len(tmp) < 3*bs {
-		tmp = make([]byte, 3*bs)
+	blk := ix.ScratchBlock()
+	if len(tmp) < 3*blk {
+		tmp = make([]byte, 3*blk)
 	}
-	whole, t1, t2 := tmp[:bs], tmp[bs:2*bs], tmp[2*bs:3*bs]
+	whole, t1, t2 := tmp[:blk], tmp[blk:2*blk], tmp[2*blk:3*blk]
 	nblocks := len(ix.starts)
 	lo, _ := ix.Span(off, n)
 	for b := off / bs; b*bs < off+n; b++ {
