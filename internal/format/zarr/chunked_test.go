@@ -138,14 +138,12 @@ func TestReadChunkRangeBlockSizeOverChunk(t *testing.T) {
 		t.Fatalf("read whole: %v", err)
 	}
 	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
 	got := make([]byte, 30)
-	if err := rd.ReadChunkRange(got, []int{0}, 20); err != nil {
-		t.Fatal(err)
-	}
+	runtime.ReadMemStats(&before)
+	err = rd.ReadChunkRange(got, []int{0}, 20)
 	runtime.ReadMemStats(&after)
-	if !bytes.Equal(got, src[20:50]) {
-		t.Fatal("the part differs from the chunk read whole")
+	if err != nil || !bytes.Equal(got, src[20:50]) {
+		t.Fatalf("the part differs from the chunk read whole: %v", err)
 	}
 	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
 		t.Errorf("reading 30 bytes of a 72-byte chunk allocated %d bytes", n)

@@ -377,14 +377,7 @@ func TestDecodeSpanMatchesDecode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hb, err := HeadBytes(frame[:HeaderSize])
-		if err != nil {
-			t.Fatal(err)
-		}
-		ix, err := ParseIndex(frame[:hb], len(frame))
-		if err != nil {
-			t.Fatal(err)
-		}
+		ix := indexOf(t, frame)
 		n := len(c.src)
 		for range 40 {
 			off := r.Intn(n)
@@ -480,6 +473,27 @@ func TestDecodeSpanBlockSizeOverNBytes(t *testing.T) {
 	if err != nil || !bytes.Equal(want, src) {
 		t.Fatalf("the whole-frame decoder: %v", err)
 	}
+	ix := indexOf(t, frame)
+	if ix.Memcpyed() {
+		t.Fatal("the frame is stored as a copy: the test needs compressed blocks")
+	}
+	got := make([]byte, 30)
+	lo, hi := ix.Span(20, len(got))
+	n := allocatedBy(func() { err = ix.DecodeSpan(got, 20, frame[lo:hi], nil) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, src[20:50]) {
+		t.Fatal("the span differs from the whole frame's")
+	}
+	if n > 1<<20 {
+		t.Errorf("decoding 30 bytes of a 72-byte frame allocated %d bytes", n)
+	}
+}
+
+// indexOf is frame's index, read from the head HeadBytes asks for.
+func indexOf(t *testing.T, frame []byte) *Index {
+	t.Helper()
 	hb, err := HeadBytes(frame[:HeaderSize])
 	if err != nil {
 		t.Fatal(err)
@@ -488,21 +502,14 @@ func TestDecodeSpanBlockSizeOverNBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ix.Memcpyed() {
-		t.Fatal("the frame is stored as a copy: the test needs compressed blocks")
-	}
+	return ix
+}
+
+// allocatedBy is how many bytes f allocates.
+func allocatedBy(f func()) uint64 {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	got := make([]byte, 30)
-	lo, hi := ix.Span(20, len(got))
-	if err := ix.DecodeSpan(got, 20, frame[lo:hi], nil); err != nil {
-		t.Fatal(err)
-	}
+	f()
 	runtime.ReadMemStats(&after)
-	if !bytes.Equal(got, src[20:50]) {
-		t.Fatal("the span differs from the whole frame's")
-	}
-	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
-		t.Errorf("decoding 30 bytes of a 72-byte frame allocated %d bytes", n)
-	}
+	return after.TotalAlloc - before.TotalAlloc
 }
