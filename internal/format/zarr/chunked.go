@@ -99,8 +99,15 @@ func (sw *storeWriter) ChunkWriter(name string, h format.Header) (put func(idx [
 
 // Ranged says that ReadChunkRange reads part of a chunk from part of its
 // object: v2 chunks in C order compressed by Blosc, whose block table
-// says where each block of the chunk is stored.
-func (r *reader) Ranged() bool { return r.a.bloscV2 && !r.a.FOrder && r.a.shard == nil }
+// says where each block of the chunk is stored. Not in a store of
+// objects (s3://), where each part would be a round trip of its own:
+// there a chunk is one GET, read whole.
+func (r *reader) Ranged() bool {
+	if o, ok := r.st.(interface{ InFlight() int }); ok && o.InFlight() > 0 {
+		return false
+	}
+	return r.a.bloscV2 && !r.a.FOrder && r.a.shard == nil
+}
 
 // ReadChunkRange fills dst with the bytes [off, off+len(dst)) of chunk
 // idx's C-order bytes (Ranged arrays): the frame's head is read once per
