@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -92,15 +93,25 @@ const (
 // runtime's memory grows room past what it is now; the returned function
 // puts the pace and limit back. Runs at once (a batch's files) each add
 // their room, and the last one out restores the settings the first found.
+// A live heap that outgrows the room (a zstd decoder's windows) would
+// have the collector run without end under a fixed limit, so after each
+// collection the limit is raised, when it must be, to let the heap grow
+// by as much as it holds live (the pace of GOGC=100) past the memory
+// outside the heap (liftLimit).
 func collectAt(room int64) func() {
 	gcRoom.Lock()
 	defer gcRoom.Unlock()
 	if gcRoom.runs == 0 {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		gcRoom.limit = debug.SetMemoryLimit(int64(ms.Sys-ms.HeapReleased) + room)
+		gcRoom.floor, gcRoom.room = int64(ms.Sys-ms.HeapReleased)+room, room
+		gcRoom.limit = debug.SetMemoryLimit(gcRoom.floor)
 		gcRoom.pace = debug.SetGCPercent(-1)
+		gcRoom.gen++
+		afterEachGC(gcRoom.gen)
 	} else {
+		gcRoom.floor += room
+		gcRoom.room += room
 		debug.SetMemoryLimit(debug.SetMemoryLimit(-1) + room)
 	}
 	gcRoom.runs++
@@ -108,20 +119,57 @@ func collectAt(room int64) func() {
 		gcRoom.Lock()
 		defer gcRoom.Unlock()
 		if gcRoom.runs--; gcRoom.runs > 0 {
+			gcRoom.floor -= room
+			gcRoom.room -= room
 			debug.SetMemoryLimit(debug.SetMemoryLimit(-1) - room)
 			return
 		}
+		gcRoom.gen++
 		debug.SetGCPercent(gcRoom.pace)
 		debug.SetMemoryLimit(gcRoom.limit)
 	}
 }
 
-// gcRoom is the collector's settings before the runs now going set them.
+// afterEachGC has liftLimit run after each collection while the runs of
+// generation gen go on: a finalizer of an object nothing holds runs
+// after the collection that finds it, and arms the next.
+func afterEachGC(gen int) {
+	runtime.SetFinalizer(new([32]byte), func(*[32]byte) {
+		if liftLimit(gen) {
+			afterEachGC(gen)
+		}
+	})
+}
+
+// liveHeap samples the heap the last collection found live.
+var liveHeap = []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+
+// liftLimit sets the memory limit to the larger of the runs' floor and
+// the memory outside the heap plus twice the live heap (at least the
+// live heap and the runs' room); false once the runs of gen are over.
+func liftLimit(gen int) bool {
+	gcRoom.Lock()
+	defer gcRoom.Unlock()
+	if gcRoom.runs == 0 || gcRoom.gen != gen {
+		return false
+	}
+	metrics.Read(liveHeap)
+	live := int64(liveHeap[0].Value.Uint64())
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	debug.SetMemoryLimit(max(gcRoom.floor, int64(ms.Sys-ms.HeapSys)+live+max(gcRoom.room, live)))
+	return true
+}
+
+// gcRoom is the collector's settings before the runs now going set them,
+// and the limit's floor and the room of the runs going.
 var gcRoom struct {
 	sync.Mutex
-	runs  int
-	limit int64
-	pace  int
+	runs        int
+	gen         int // the runs since the settings were last restored
+	limit       int64
+	pace        int
+	floor, room int64
 }
 
 // keptChunks is meta with, for every array a plan of whole blocks

@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -309,5 +310,35 @@ func TestCollectAtRestores(t *testing.T) {
 	b()
 	if p, l := debug.SetGCPercent(pace), debug.SetMemoryLimit(-1); p != pace || l != limit {
 		t.Fatalf("after both ended: pace %d, limit %d; want %d, %d", p, l, pace, limit)
+	}
+}
+
+// TestCollectAtLiveHeap: a live heap grown past the room after the run
+// began raises the limit after a collection to let the heap grow by as
+// much again, instead of the collector running without end under the
+// limit the run began with; the end of the run restores the settings.
+func TestCollectAtLiveHeap(t *testing.T) {
+	limit := debug.SetMemoryLimit(-1)
+	done := collectAt(1 << 20)
+	start := debug.SetMemoryLimit(-1)
+	live := make([]byte, 64<<20)
+	for i := range live {
+		live[i] = byte(i)
+	}
+	got := start
+	for range 50 {
+		runtime.GC()
+		runtime.Gosched() // the finalizer that lifts the limit runs after the collection
+		if got = debug.SetMemoryLimit(-1); got >= 2*int64(len(live)) {
+			break
+		}
+	}
+	runtime.KeepAlive(live)
+	done()
+	if got < 2*int64(len(live)) {
+		t.Errorf("with %d bytes live the limit is %d (it began at %d): the heap has no room to grow", len(live), got, start)
+	}
+	if l := debug.SetMemoryLimit(-1); l != limit {
+		t.Errorf("after the run: limit %d, want %d", l, limit)
 	}
 }
