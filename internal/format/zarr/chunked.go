@@ -205,8 +205,14 @@ func (r *reader) block(key string, ix *blosc.Index, b int) ([]byte, error) {
 	}
 	if c == nil {
 		c = &cachedBlock{key: key, b: b}
-		if len(r.blocks) == blockCacheSize {
-			r.blocks = r.blocks[1:]
+		switch {
+		case r.blocks == nil:
+			r.blocks = make([]*cachedBlock, 0, blockCacheSize)
+		case len(r.blocks) == blockCacheSize:
+			// Shifted down in place: a block let go is not held on
+			// behind the slice's start.
+			copy(r.blocks, r.blocks[1:])
+			r.blocks = r.blocks[:blockCacheSize-1]
 		}
 		r.blocks = append(r.blocks, c)
 	}

@@ -3,6 +3,7 @@ package zarr
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math/rand"
 	"os/exec"
 	"path/filepath"
@@ -147,5 +148,48 @@ func TestReadChunkRangeBlockSizeOverChunk(t *testing.T) {
 	}
 	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
 		t.Errorf("reading 30 bytes of a 72-byte chunk allocated %d bytes", n)
+	}
+}
+
+// TestBlockCacheBounded: the decoded blocks ReadChunkRange keeps are the
+// last blockCacheSize, in an array of that many: an evicted block is not
+// held on behind the slice's start.
+func TestBlockCacheBounded(t *testing.T) {
+	src := make([]byte, 1<<20)
+	for i := range src {
+		src[i] = byte(i * 7 / 5)
+	}
+	frame, err := blosc.EncodeLZ4(src, 1, blosc.NoShuffle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := `{"zarr_format": 2, "shape": [10485760], "chunks": [1048576], "dtype": "|u1", "compressor": {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 0, "blocksize": 0}, "fill_value": 0, "order": "C", "filters": null}`
+	dir := t.TempDir()
+	files := map[string][]byte{".zarray": []byte(meta)}
+	for c := range 10 {
+		files[fmt.Sprint(c)] = frame
+	}
+	put(t, dir, files)
+	rd := openReader(t, dir)
+	read := 0
+	for c := range 10 {
+		key := fmt.Sprint(c)
+		f := rd.frameOf(key)
+		if f.err != nil {
+			t.Fatal(f.err)
+		}
+		for b := 0; b*f.ix.BlockSize < f.ix.NBytes; b++ {
+			blk, err := rd.block(key, f.ix, b)
+			if err != nil || !bytes.Equal(blk, src[b*f.ix.BlockSize:min((b+1)*f.ix.BlockSize, len(src))]) {
+				t.Fatalf("chunk %s block %d: %v", key, b, err)
+			}
+			read++
+		}
+	}
+	if read <= 2*blockCacheSize {
+		t.Fatalf("%d blocks read: the test needs more than %d", read, 2*blockCacheSize)
+	}
+	if len(rd.blocks) != blockCacheSize || cap(rd.blocks) != blockCacheSize {
+		t.Errorf("after %d blocks the cache holds %d in an array of %d, want %d", read, len(rd.blocks), cap(rd.blocks), blockCacheSize)
 	}
 }
