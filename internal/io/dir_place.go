@@ -190,6 +190,7 @@ type placeOutput struct {
 	written  int64
 	replaces bool // objects were under the prefix at the start
 	cleared  bool // the old store's metadata is deleted: it is gone
+	wasStore bool // what was there is a store (else chunks a killed run left)
 	done     bool // the root's metadata is put: the store is there
 
 	aborting    sync.Once
@@ -224,23 +225,27 @@ func createPlaceDir(name string, claims func(*Dir) bool, last func(string) bool)
 			return nil, errors.New("is an object: a store is not written over one")
 		}
 	}
-	replaces := false
-	for _, err := range p.List(url) {
+	replaces, leftovers := false, true
+	for e, err := range p.List(url) {
 		if err != nil {
 			return nil, err
 		}
 		replaces = true
-		break
+		if leftovers = chunkShaped(e.Rel) && (last == nil || !last(e.Rel)); !leftovers {
+			break
+		}
 	}
+	wasStore := false
 	if replaces {
 		d := &Dir{name: url, remote: sp, url: url}
-		if claims == nil || !claims(d) {
+		wasStore = claims != nil && claims(d)
+		if !wasStore && !leftovers {
 			return nil, errors.New("is a prefix holding objects that are not a store of the output's format: not replaced")
 		}
 	}
 	HandleSignals()
 	ctx, cancel := context.WithCancel(context.Background())
-	o := &placeOutput{sp: sp, url: url, last: last, p: p, ctx: ctx, cancel: cancel, held: map[string][]byte{}, replaces: replaces}
+	o := &placeOutput{sp: sp, url: url, last: last, p: p, ctx: ctx, cancel: cancel, held: map[string][]byte{}, replaces: replaces, wasStore: wasStore}
 	o.cond = sync.NewCond(&o.mu)
 	remoteOutputs.Store(o, true)
 	return &DirOutput{name: name, remote: o}, nil
@@ -296,6 +301,37 @@ func (o *placeOutput) Put(key string, data []byte) error {
 	return nil
 }
 
+// chunkShaped says a key under a prefix is shaped as a Zarr chunk
+// object's, v2 ("0.1.2", "0/1/2") or v3 ("c/0/1/2", "c.0.1.2", "c"),
+// under any member names of a group: what a run killed before it put
+// its metadata leaves (SIGKILL deletes nothing). A prefix holding only
+// such objects and no metadata is taken as such leftovers and replaced.
+func chunkShaped(key string) bool {
+	parts := strings.Split(key, "/")
+	i := len(parts)
+	for i > 0 && allDigits(parts[i-1]) {
+		i--
+	}
+	if i < len(parts) {
+		return true // "0/1/2", "c/0/1/2"
+	}
+	last := parts[len(parts)-1]
+	if last == "c" {
+		return true
+	}
+	for _, d := range strings.Split(strings.TrimPrefix(last, "c."), ".") {
+		if !allDigits(d) {
+			return false
+		}
+	}
+	return true
+}
+
+// allDigits says s is one or more ASCII digits.
+func allDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}
+
 // clearOld deletes the metadata of the store being replaced before the
 // first chunk is put: a new chunk overwrites the old one of its key (a
 // place has no rename to stage them under), and a reader must not take
@@ -324,7 +360,7 @@ func (o *placeOutput) gone(err error) error {
 	o.mu.Lock()
 	cleared := o.cleared
 	o.mu.Unlock()
-	if !cleared || err == nil {
+	if !cleared || err == nil || !o.wasStore {
 		return err
 	}
 	return fmt.Errorf("%w; the store that was at %s is deleted (a store on an object store is replaced in place)", err, o.url)

@@ -277,6 +277,40 @@ func TestPlaceOutputReplaceFails(t *testing.T) {
 	}
 }
 
+// TestPlaceOutputLeftovers: a prefix holding only objects shaped as
+// chunk keys and no metadata (what a killed run leaves) is replaced,
+// those objects deleted once the new store is in; one object of another
+// shape among them has the prefix refused.
+func TestPlaceOutputLeftovers(t *testing.T) {
+	memPlace.reset()
+	for _, k := range []string{"0.0", "1/0", "c/0/1", "c.2.0", "c", "m/x/3.1"} {
+		memPlace.objects["mem://b/s.zarr/"+k] = []byte("left")
+	}
+	o, err := CreateStore("mem://b/s.zarr", claimsMeta, isMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"c/0/0", "meta"} {
+		if err := o.Put(k, []byte("new")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"c/0/0", "meta"}; !slices.Equal(memPlace.keys(), want) {
+		t.Errorf("objects %q, want %q", memPlace.keys(), want)
+	}
+	for _, odd := range []string{"notes.txt", "0.x", "c/0/a", "a.c"} {
+		memPlace.reset()
+		memPlace.objects["mem://b/s.zarr/0.0"] = []byte("left")
+		memPlace.objects["mem://b/s.zarr/"+odd] = []byte("x")
+		if _, err := CreateStore("mem://b/s.zarr", claimsMeta, isMeta); err == nil || !strings.Contains(err.Error(), "not a store") {
+			t.Errorf("leftovers and %q: %v", odd, err)
+		}
+	}
+}
+
 // TestPlaceOutputRefused: a prefix holding objects that are not a store,
 // or an object of the store's name, is refused before any PUT.
 func TestPlaceOutputRefused(t *testing.T) {
