@@ -258,21 +258,18 @@ func (o *placeOutput) Put(key string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	b := slices.Clone(data)
-	if b == nil {
-		b = []byte{}
-	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.err != nil {
 		return o.err
 	}
-	o.written += int64(len(b))
+	o.written += int64(len(data))
 	if o.last != nil && o.last(key) {
-		o.held[key] = b
+		o.held[key] = append([]byte{}, data...)
 		return nil
 	}
-	for o.err == nil && o.inFlight > 0 && (o.inFlight >= max(ObjectOptions.Transfers, 1) || o.bytes+int64(len(b)) > putBudget) {
+	// Copied once there is budget for it: a Put waiting holds no copy.
+	for o.err == nil && o.inFlight > 0 && (o.inFlight >= max(ObjectOptions.Transfers, 1) || o.bytes+int64(len(data)) > putBudget) {
 		o.cond.Wait()
 	}
 	if o.err != nil {
@@ -284,6 +281,7 @@ func (o *placeOutput) Put(key string, data []byte) error {
 			return err
 		}
 	}
+	b := append([]byte{}, data...)
 	o.inFlight++
 	o.bytes += int64(len(b))
 	o.put = append(o.put, key) // before it is sent: an interrupted put is deleted too

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"os"
 	"path"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ type memStore struct {
 	objects map[string][]byte
 	log     []string
 	failPut string // a PUT of a name holding this fails
+	gate    chan struct{} // when set, each PUT waits for a receive from it
 }
 
 var memPlace = &memStore{objects: map[string][]byte{}}
@@ -29,7 +31,7 @@ func init() { Register("mem://", memPlace) }
 func (m *memStore) reset() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.objects, m.log, m.failPut = map[string][]byte{}, nil, ""
+	m.objects, m.log, m.failPut, m.gate = map[string][]byte{}, nil, "", nil
 }
 
 func (m *memStore) Parse(name string) (bool, error) {
@@ -101,6 +103,9 @@ func (*memStore) ListChildren(context.Context, string) ([]string, error) {
 	return nil, errors.ErrUnsupported
 }
 func (m *memStore) PutObject(_ context.Context, name string, data []byte) error {
+	if m.gate != nil {
+		<-m.gate
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.failPut != "" && strings.Contains(name, m.failPut) {
@@ -308,6 +313,44 @@ func TestPlaceOutputLeftovers(t *testing.T) {
 		if _, err := CreateStore("mem://b/s.zarr", claimsMeta, isMeta); err == nil || !strings.Contains(err.Error(), "not a store") {
 			t.Errorf("leftovers and %q: %v", odd, err)
 		}
+	}
+}
+
+// TestPlaceOutputBudgetBeforeCopy: a Put waiting for the PUT budget
+// holds no copy of its object: the copies held are those under way.
+func TestPlaceOutputBudgetBeforeCopy(t *testing.T) {
+	memPlace.reset()
+	memPlace.gate = make(chan struct{})
+	o, err := CreateStore("mem://b/s.zarr", claimsMeta, isMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, putBudget)
+	if err := o.Put("c/0", data); err != nil { // under way, held at the gate
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	second := make(chan error)
+	go func() { second <- o.Put("c/1", data) }()
+	// Until the second Put waits for the budget (no clock: its stack says).
+	buf := make([]byte, 1<<20)
+	for waiting := false; !waiting; runtime.Gosched() {
+		for g := range strings.SplitSeq(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			waiting = waiting || strings.Contains(g, "sync.(*Cond).Wait") && strings.Contains(g, "(*placeOutput).Put")
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n >= putBudget {
+		t.Errorf("a Put waiting for the budget copied its object: %d bytes allocated", n)
+	}
+	memPlace.gate <- struct{}{}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	memPlace.gate <- struct{}{}
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
 	}
 }
 
