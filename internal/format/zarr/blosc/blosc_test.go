@@ -446,14 +446,21 @@ func TestDecodeSpanBlocksOutOfOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, span := range [][2]int{{0, ix.BlockSize}, {ix.BlockSize, ix.BlockSize}, {100, 2*ix.BlockSize + 7}, {ix.BlockSize - 3, 6}} {
-		lo, hi := mix.Span(span[0], span[1])
+	checkSpans(t, mix, moved, src, [][2]int{{0, ix.BlockSize}, {ix.BlockSize, ix.BlockSize}, {100, 2*ix.BlockSize + 7}, {ix.BlockSize - 3, 6}})
+}
+
+// checkSpans decodes each span [off, off+n) of frame, whose index is ix,
+// from the bytes Span names, and checks it is those bytes of src.
+func checkSpans(t *testing.T, ix *Index, frame, src []byte, spans [][2]int) {
+	t.Helper()
+	for _, span := range spans {
+		lo, hi := ix.Span(span[0], span[1])
 		got := make([]byte, span[1])
-		if err := mix.DecodeSpan(got, span[0], moved[lo:hi], nil); err != nil {
+		if err := ix.DecodeSpan(got, span[0], frame[lo:hi], nil); err != nil {
 			t.Fatalf("span %v: %v", span, err)
 		}
 		if !bytes.Equal(got, src[span[0]:span[0]+span[1]]) {
-			t.Fatalf("span %v differs", span)
+			t.Fatalf("span %v differs from the whole frame's", span)
 		}
 	}
 }
@@ -512,4 +519,27 @@ func allocatedBy(f func()) uint64 {
 	f()
 	runtime.ReadMemStats(&after)
 	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestDecodeSpanSharedBlockOffset: blocks whose table entries share one
+// stored offset (equal blocks stored once) are read by a span as the
+// whole-frame decoder reads them, from the streams at that offset.
+func TestDecodeSpanSharedBlockOffset(t *testing.T) {
+	block := sample(1<<17, 4, 8)
+	src := append(append(append([]byte{}, block...), block...), sample(1<<17, 4, 9)...)
+	frame, err := EncodeLZ4(src, 4, Shuffle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := indexOf(t, frame)
+	if ix.BlockSize != len(block) || len(ix.starts) != 3 {
+		t.Fatalf("blocks of %d bytes, %d of them: the test needs 3 of %d", ix.BlockSize, len(ix.starts), len(block))
+	}
+	binary.LittleEndian.PutUint32(frame[HeaderSize+4:], uint32(ix.starts[0])) // block 1 is block 0's bytes
+	want, err := Decode(frame, len(src))
+	if err != nil || !bytes.Equal(want, src) {
+		t.Fatalf("the whole-frame decoder: %v", err)
+	}
+	n := len(block)
+	checkSpans(t, indexOf(t, frame), frame, src, [][2]int{{0, len(src)}, {0, n}, {5, 10}, {n, n}, {n + 5, 10}, {n - 5, 10}, {2*n - 3, 9}})
 }

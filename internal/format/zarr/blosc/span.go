@@ -60,10 +60,14 @@ func ParseIndex(head []byte, size int) (*Index, error) {
 		ix.starts[b], order[b] = at, b
 	}
 	slices.SortFunc(order, func(x, y int) int { return ix.starts[x] - ix.starts[y] })
-	for k, b := range order {
-		ix.ends[b] = size
-		if k+1 < nblocks {
-			ix.ends[b] = ix.starts[order[k+1]]
+	// Blocks sharing a stored offset (equal blocks stored once) all end
+	// where the next offset above theirs starts.
+	next := size
+	for k := nblocks - 1; k >= 0; k-- {
+		b := order[k]
+		ix.ends[b] = next
+		if k > 0 && ix.starts[order[k-1]] < ix.starts[b] {
+			next = ix.starts[b]
 		}
 	}
 	return ix, nil
