@@ -20,7 +20,7 @@ type memStore struct {
 	mu      sync.Mutex
 	objects map[string][]byte
 	log     []string
-	failPut string // a PUT of a name holding this fails
+	failPut string        // a PUT of a name holding this fails
 	gate    chan struct{} // when set, each PUT waits for a receive from it
 }
 

@@ -238,24 +238,37 @@ type frame struct {
 }
 
 // frameOf reads (once) the head of chunk key's frame. The heads kept are
-// a few bytes a block; past maxFrames they are dropped and read again if
-// asked for.
+// 8 bytes a block: when a new one is asked for past maxFrameBlocks blocks
+// (each head counting one more) and more heads than workers, they are
+// all dropped and read again if asked for, so that chunks of many small
+// blocks cost no more than their share.
 func (r *reader) frameOf(key string) *frame {
 	r.framesMu.Lock()
-	if r.frames == nil || len(r.frames) > maxFrames {
-		r.frames = map[string]*frame{}
-	}
 	f := r.frames[key]
 	if f == nil {
+		// Not while each worker may still read its own chunk's head.
+		if r.frames == nil || r.frameBlocks > maxFrameBlocks && len(r.frames) > r.threads {
+			r.frames, r.frameBlocks = map[string]*frame{}, 0
+		}
 		f = &frame{}
 		r.frames[key] = f
 	}
 	r.framesMu.Unlock()
-	f.once.Do(func() { f.ix, f.missing, f.err = r.readHead(key) })
+	f.once.Do(func() {
+		f.ix, f.missing, f.err = r.readHead(key)
+		n := 1
+		if f.ix != nil {
+			n += f.ix.Blocks()
+		}
+		r.framesMu.Lock()
+		r.frameBlocks += n
+		r.framesMu.Unlock()
+	})
 	return f
 }
 
-const maxFrames = 4096
+// maxFrameBlocks bounds the blocks of the heads kept: 8 MiB of them.
+var maxFrameBlocks = 1 << 20 // a var: tests lower it
 
 // readHead reads a chunk's Blosc header and block table, checking the
 // object's size as a whole read does (readBounded) and the frame's

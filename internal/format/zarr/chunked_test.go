@@ -193,3 +193,64 @@ func TestBlockCacheBounded(t *testing.T) {
 		t.Errorf("after %d blocks the cache holds %d in an array of %d, want %d", read, len(rd.blocks), cap(rd.blocks), blockCacheSize)
 	}
 }
+
+// smallBlockFrame is a Blosc frame of data in blocks of bs bytes, each
+// stored as it is (a stream as long as its block), from the header an
+// encoder gives data.
+func smallBlockFrame(t *testing.T, data []byte, bs int) []byte {
+	t.Helper()
+	enc, err := blosc.EncodeLZ4(data, 1, blosc.NoShuffle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := (len(data) + bs - 1) / bs
+	frame := append([]byte{}, enc[:blosc.HeaderSize]...)
+	frame = append(frame, make([]byte, 4*n)...)
+	for b := range n {
+		block := data[b*bs : min((b+1)*bs, len(data))]
+		binary.LittleEndian.PutUint32(frame[blosc.HeaderSize+4*b:], uint32(len(frame)))
+		frame = binary.LittleEndian.AppendUint32(frame, uint32(len(block)))
+		frame = append(frame, block...)
+	}
+	binary.LittleEndian.PutUint32(frame[8:], uint32(bs))
+	binary.LittleEndian.PutUint32(frame[12:], uint32(len(frame)))
+	return frame
+}
+
+// TestFrameCacheBoundedByBlocks: the chunk heads ReadChunkRange keeps
+// are bounded by the blocks they index, not by their number: chunks of
+// many small blocks are let go past the bound, and read again right.
+func TestFrameCacheBoundedByBlocks(t *testing.T) {
+	defer func(n int) { maxFrameBlocks = n }(maxFrameBlocks)
+	maxFrameBlocks = 1200
+	src := make([]byte, 1<<16)
+	for i := range src {
+		src[i] = byte(i * 7 / 5)
+	}
+	frame := smallBlockFrame(t, src, 128) // 512 blocks
+	meta := `{"zarr_format": 2, "shape": [655360], "chunks": [65536], "dtype": "|u1", "compressor": {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 0, "blocksize": 0}, "fill_value": 0, "order": "C", "filters": null}`
+	files := map[string][]byte{".zarray": []byte(meta)}
+	for c := range 10 {
+		files[fmt.Sprint(c)] = frame
+	}
+	dir := t.TempDir()
+	put(t, dir, files)
+	rd := openReader(t, dir)
+	got := make([]byte, 1000)
+	for round := range 2 {
+		for c := range 10 {
+			if err := rd.ReadChunkRange(got, []int{c}, 300); err != nil || !bytes.Equal(got, src[300:1300]) {
+				t.Fatalf("round %d chunk %d: %v", round, c, err)
+			}
+			held := 0
+			for _, f := range rd.frames {
+				if f.ix != nil {
+					held += f.ix.Blocks()
+				}
+			}
+			if held > maxFrameBlocks+512 {
+				t.Fatalf("round %d chunk %d: the heads kept index %d blocks, over %d and one chunk's", round, c, held, maxFrameBlocks)
+			}
+		}
+	}
+}

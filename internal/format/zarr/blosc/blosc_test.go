@@ -436,8 +436,8 @@ func TestDecodeSpanBlocksOutOfOrder(t *testing.T) {
 	b0 := frame[ix.starts[0]:ix.ends[0]]
 	b1 := frame[ix.starts[1]:ix.ends[1]]
 	moved := append(append(append(bytes.Clone(frame[:ix.starts[0]]), b1...), b0...), frame[ix.ends[1]:]...)
-	binary.LittleEndian.PutUint32(moved[HeaderSize:], uint32(ix.starts[0]+len(b1)))
-	binary.LittleEndian.PutUint32(moved[HeaderSize+4:], uint32(ix.starts[0]))
+	binary.LittleEndian.PutUint32(moved[HeaderSize:], ix.starts[0]+uint32(len(b1)))
+	binary.LittleEndian.PutUint32(moved[HeaderSize+4:], ix.starts[0])
 	whole, err := Decode(moved, len(src))
 	if err != nil || !bytes.Equal(whole, src) {
 		t.Fatalf("the moved frame does not decode whole: %v", err)
@@ -535,7 +535,7 @@ func TestDecodeSpanSharedBlockOffset(t *testing.T) {
 	if ix.BlockSize != len(block) || len(ix.starts) != 3 {
 		t.Fatalf("blocks of %d bytes, %d of them: the test needs 3 of %d", ix.BlockSize, len(ix.starts), len(block))
 	}
-	binary.LittleEndian.PutUint32(frame[HeaderSize+4:], uint32(ix.starts[0])) // block 1 is block 0's bytes
+	binary.LittleEndian.PutUint32(frame[HeaderSize+4:], ix.starts[0]) // block 1 is block 0's bytes
 	want, err := Decode(frame, len(src))
 	if err != nil || !bytes.Equal(want, src) {
 		t.Fatalf("the whole-frame decoder: %v", err)
