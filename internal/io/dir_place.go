@@ -189,6 +189,8 @@ type placeOutput struct {
 	held     map[string][]byte
 	written  int64
 	replaces bool // objects were under the prefix at the start
+	cleared  bool // the old store's metadata is deleted: it is gone
+	wasStore bool // what was there is a store (else chunks a killed run left)
 	done     bool // the root's metadata is put: the store is there
 
 	aborting    sync.Once
@@ -223,23 +225,27 @@ func createPlaceDir(name string, claims func(*Dir) bool, last func(string) bool)
 			return nil, errors.New("is an object: a store is not written over one")
 		}
 	}
-	replaces := false
-	for _, err := range p.List(url) {
+	replaces, leftovers := false, true
+	for e, err := range p.List(url) {
 		if err != nil {
 			return nil, err
 		}
 		replaces = true
-		break
+		if leftovers = chunkShaped(e.Rel) && (last == nil || !last(e.Rel)); !leftovers {
+			break
+		}
 	}
+	wasStore := false
 	if replaces {
 		d := &Dir{name: url, remote: sp, url: url}
-		if claims == nil || !claims(d) {
+		wasStore = claims != nil && claims(d)
+		if !wasStore && !leftovers {
 			return nil, errors.New("is a prefix holding objects that are not a store of the output's format: not replaced")
 		}
 	}
 	HandleSignals()
 	ctx, cancel := context.WithCancel(context.Background())
-	o := &placeOutput{sp: sp, url: url, last: last, p: p, ctx: ctx, cancel: cancel, held: map[string][]byte{}, replaces: replaces}
+	o := &placeOutput{sp: sp, url: url, last: last, p: p, ctx: ctx, cancel: cancel, held: map[string][]byte{}, replaces: replaces, wasStore: wasStore}
 	o.cond = sync.NewCond(&o.mu)
 	remoteOutputs.Store(o, true)
 	return &DirOutput{name: name, remote: o}, nil
@@ -252,26 +258,30 @@ func (o *placeOutput) Put(key string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	b := slices.Clone(data)
-	if b == nil {
-		b = []byte{}
-	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.err != nil {
 		return o.err
 	}
-	o.written += int64(len(b))
+	o.written += int64(len(data))
 	if o.last != nil && o.last(key) {
-		o.held[key] = b
+		o.held[key] = append([]byte{}, data...)
 		return nil
 	}
-	for o.err == nil && o.inFlight > 0 && (o.inFlight >= max(ObjectOptions.Transfers, 1) || o.bytes+int64(len(b)) > putBudget) {
+	// Copied once there is budget for it: a Put waiting holds no copy.
+	for o.err == nil && o.inFlight > 0 && (o.inFlight >= max(ObjectOptions.Transfers, 1) || o.bytes+int64(len(data)) > putBudget) {
 		o.cond.Wait()
 	}
 	if o.err != nil {
 		return o.err
 	}
+	if o.replaces && !o.cleared {
+		if err := o.clearOld(); err != nil {
+			o.err = err
+			return err
+		}
+	}
+	b := append([]byte{}, data...)
 	o.inFlight++
 	o.bytes += int64(len(b))
 	o.put = append(o.put, key) // before it is sent: an interrupted put is deleted too
@@ -289,6 +299,71 @@ func (o *placeOutput) Put(key string, data []byte) error {
 	return nil
 }
 
+// chunkShaped says a key under a prefix is shaped as a Zarr chunk
+// object's, v2 ("0.1.2", "0/1/2") or v3 ("c/0/1/2", "c.0.1.2", "c"),
+// under any member names of a group: what a run killed before it put
+// its metadata leaves (SIGKILL deletes nothing). A prefix holding only
+// such objects and no metadata is taken as such leftovers and replaced.
+func chunkShaped(key string) bool {
+	parts := strings.Split(key, "/")
+	i := len(parts)
+	for i > 0 && allDigits(parts[i-1]) {
+		i--
+	}
+	if i < len(parts) {
+		return true // "0/1/2", "c/0/1/2"
+	}
+	last := parts[len(parts)-1]
+	if last == "c" {
+		return true
+	}
+	for _, d := range strings.Split(strings.TrimPrefix(last, "c."), ".") {
+		if !allDigits(d) {
+			return false
+		}
+	}
+	return true
+}
+
+// allDigits says s is one or more ASCII digits.
+func allDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}
+
+// clearOld deletes the metadata of the store being replaced before the
+// first chunk is put: a new chunk overwrites the old one of its key (a
+// place has no rename to stage them under), and a reader must not take
+// new chunks for the old array. From here the old store is gone, so a
+// failed run deletes the rest of it too and says so (gone).
+func (o *placeOutput) clearOld() error {
+	var meta []string
+	for e, err := range o.p.List(o.url) {
+		if err != nil {
+			return fmt.Errorf("listing the store that was there: %w", err)
+		}
+		if o.last == nil || o.last(e.Rel) {
+			meta = append(meta, e.Name)
+		}
+	}
+	o.cleared = true
+	if err := deleteAll(o.ctx, o.sp, meta); err != nil {
+		return fmt.Errorf("deleting the metadata of the store that was there: %w", err)
+	}
+	return nil
+}
+
+// gone is err, saying that the store which was at the prefix is
+// deleted where the failed run had begun to replace it.
+func (o *placeOutput) gone(err error) error {
+	o.mu.Lock()
+	cleared := o.cleared
+	o.mu.Unlock()
+	if !cleared || err == nil || !o.wasStore {
+		return err
+	}
+	return fmt.Errorf("%w; the store that was at %s is deleted (a store on an object store is replaced in place)", err, o.url)
+}
+
 // wait waits for the puts under way; the first failure.
 func (o *placeOutput) wait() error {
 	o.mu.Lock()
@@ -303,7 +378,7 @@ func (o *placeOutput) commit() error {
 	defer remoteOutputs.Delete(o)
 	if err := o.wait(); err != nil {
 		o.abort()
-		return err
+		return o.gone(err)
 	}
 	// The metadata, deepest first, the root's last: a group's members
 	// before the group, an array's before nothing.
@@ -332,7 +407,7 @@ func (o *placeOutput) commit() error {
 			o.done = false
 			o.mu.Unlock()
 			o.abort()
-			return fmt.Errorf("%s: %w", k, err)
+			return o.gone(fmt.Errorf("%s: %w", k, err))
 		}
 	}
 	if !o.replaces {
@@ -363,7 +438,8 @@ func (o *placeOutput) deleteStale() error {
 	return nil
 }
 
-// abort stops the puts and deletes every object this run put, once: a
+// abort stops the puts and deletes every object this run put (and the
+// rest of a store being replaced, once clearOld has run), once: a
 // second caller (the run's own Abort after a signal's) waits for the
 // first. After a signal, the run's goroutines wait here for the
 // handler's exit, so that the run ends as signalled, with every
@@ -389,7 +465,18 @@ func (o *placeOutput) deletePut() {
 		names[i] = o.url + k
 	}
 	o.put = nil
+	cleared := o.cleared
 	o.mu.Unlock()
+	if cleared {
+		// The old store's metadata is deleted: its chunks left are no
+		// store, and go too.
+		for e, err := range o.p.List(o.url) {
+			if err != nil {
+				break
+			}
+			names = append(names, e.Name)
+		}
+	}
 	_ = deleteAll(context.Background(), o.sp, names)
 	remoteOutputs.Delete(o)
 }

@@ -152,6 +152,16 @@ func (o *DirOutput) Abort() {
 	stagingDirs.Delete(o.staging)
 }
 
+// Abandon is Abort for a run that failed with err: err, saying so where
+// the store that was at a place's prefix is deleted by then.
+func (o *DirOutput) Abandon(err error) error {
+	o.Abort()
+	if o.remote != nil {
+		return o.remote.gone(err)
+	}
+	return err
+}
+
 // removeStaging removes every staging directory in flight, and the
 // objects put of every store being written to a place whose metadata
 // is not yet on its way (the signal handler's).

@@ -2,14 +2,13 @@ package pipeline
 
 import (
 	"errors"
-	"os"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/depthspace/depthspace/internal/format"
+	"github.com/depthspace/depthspace/internal/gcpace"
 	fileio "github.com/depthspace/depthspace/internal/io"
 	"github.com/depthspace/depthspace/internal/ops"
 )
@@ -87,42 +86,6 @@ const (
 	// collects once per chunkRunHeap of garbage.
 	chunkRunHeap = 16 << 20
 )
-
-// collectAt turns the collector's pace off and has it collect when the
-// runtime's memory grows room past what it is now; the returned function
-// puts the pace and limit back. Runs at once (a batch's files) each add
-// their room, and the last one out restores the settings the first found.
-func collectAt(room int64) func() {
-	gcRoom.Lock()
-	defer gcRoom.Unlock()
-	if gcRoom.runs == 0 {
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		gcRoom.limit = debug.SetMemoryLimit(int64(ms.Sys-ms.HeapReleased) + room)
-		gcRoom.pace = debug.SetGCPercent(-1)
-	} else {
-		debug.SetMemoryLimit(debug.SetMemoryLimit(-1) + room)
-	}
-	gcRoom.runs++
-	return func() {
-		gcRoom.Lock()
-		defer gcRoom.Unlock()
-		if gcRoom.runs--; gcRoom.runs > 0 {
-			debug.SetMemoryLimit(debug.SetMemoryLimit(-1) - room)
-			return
-		}
-		debug.SetGCPercent(gcRoom.pace)
-		debug.SetMemoryLimit(gcRoom.limit)
-	}
-}
-
-// gcRoom is the collector's settings before the runs now going set them.
-var gcRoom struct {
-	sync.Mutex
-	runs  int
-	limit int64
-	pace  int
-}
 
 // keptChunks is meta with, for every array a plan of whole blocks
 // changes, the output's chunk shape that keeps the input's: the input's
@@ -205,9 +168,7 @@ func (w *writing) byChunks(j *MemberJob, mw format.MemberWriter) (done bool, err
 		progress = func(int64) {}
 	}
 	readErr := func(err error) error { return computed(c.t.inflateErr(err)) }
-	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
-		defer collectAt(chunkRunHeap)()
-	}
+	defer gcpace.Start(chunkRunHeap)()
 	chunkToChunkJobs.Add(1)
 	if err := r.run(arr, put, roomBytes, threads, progress, readErr); err != nil {
 		return true, w.memberErr(j, err)

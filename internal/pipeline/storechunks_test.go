@@ -8,7 +8,6 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -288,26 +287,4 @@ func readTensorData(t *testing.T, path string) []byte {
 	}
 	defer ts[0].Release()
 	return bytes.Clone(ts[0].Data)
-}
-
-// TestCollectAtRestores: runs at once each add their room to the limit,
-// and when the last ends the collector's pace and limit are what they
-// were before the first, whatever order they end in.
-func TestCollectAtRestores(t *testing.T) {
-	pace, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(-1)
-	debug.SetGCPercent(pace)
-	a := collectAt(1 << 20)
-	la := debug.SetMemoryLimit(-1)
-	b := collectAt(1 << 20)
-	if lb := debug.SetMemoryLimit(-1); lb != la+1<<20 {
-		t.Fatalf("a second run's limit %d, want the first's %d and its room", lb, la)
-	}
-	a()
-	if l := debug.SetMemoryLimit(-1); l != la {
-		t.Fatalf("after the first ended: limit %d, want %d", l, la)
-	}
-	b()
-	if p, l := debug.SetGCPercent(pace), debug.SetMemoryLimit(-1); p != pace || l != limit {
-		t.Fatalf("after both ended: pace %d, limit %d; want %d, %d", p, l, pace, limit)
-	}
 }

@@ -58,7 +58,7 @@ func writeStore(d dest, f *format.Format, sf *format.StoreFormat, jobs []MemberJ
 	if err == nil {
 		err = out.Commit()
 	} else {
-		out.Abort()
+		err = out.Abandon(err)
 	}
 	if err != nil {
 		var pe *PathError

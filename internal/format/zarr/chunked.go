@@ -99,8 +99,15 @@ func (sw *storeWriter) ChunkWriter(name string, h format.Header) (put func(idx [
 
 // Ranged says that ReadChunkRange reads part of a chunk from part of its
 // object: v2 chunks in C order compressed by Blosc, whose block table
-// says where each block of the chunk is stored.
-func (r *reader) Ranged() bool { return r.a.bloscV2 && !r.a.FOrder && r.a.shard == nil }
+// says where each block of the chunk is stored. Not in a store of
+// objects (s3://), where each part would be a round trip of its own:
+// there a chunk is one GET, read whole.
+func (r *reader) Ranged() bool {
+	if o, ok := r.st.(interface{ InFlight() int }); ok && o.InFlight() > 0 {
+		return false
+	}
+	return r.a.bloscV2 && !r.a.FOrder && r.a.shard == nil
+}
 
 // ReadChunkRange fills dst with the bytes [off, off+len(dst)) of chunk
 // idx's C-order bytes (Ranged arrays): the frame's head is read once per
@@ -162,7 +169,7 @@ func (r *reader) readSpan(key string, ix *blosc.Index, dst []byte, off int) erro
 	}
 	tmp := spanScratch.Get().(*[]byte)
 	defer spanScratch.Put(tmp)
-	if need := 3 * ix.BlockSize; cap(*tmp) < need {
+	if need := 3 * ix.ScratchBlock(); cap(*tmp) < need {
 		*tmp = make([]byte, need)
 	}
 	if err := ix.DecodeSpan(dst, off, stored, (*tmp)[:cap(*tmp)]); err != nil {
@@ -198,8 +205,14 @@ func (r *reader) block(key string, ix *blosc.Index, b int) ([]byte, error) {
 	}
 	if c == nil {
 		c = &cachedBlock{key: key, b: b}
-		if len(r.blocks) == blockCacheSize {
-			r.blocks = r.blocks[1:]
+		switch {
+		case r.blocks == nil:
+			r.blocks = make([]*cachedBlock, 0, blockCacheSize)
+		case len(r.blocks) == blockCacheSize:
+			// Shifted down in place: a block let go is not held on
+			// behind the slice's start.
+			copy(r.blocks, r.blocks[1:])
+			r.blocks = r.blocks[:blockCacheSize-1]
 		}
 		r.blocks = append(r.blocks, c)
 	}
@@ -225,24 +238,37 @@ type frame struct {
 }
 
 // frameOf reads (once) the head of chunk key's frame. The heads kept are
-// a few bytes a block; past maxFrames they are dropped and read again if
-// asked for.
+// 8 bytes a block: when a new one is asked for past maxFrameBlocks blocks
+// (each head counting one more) and more heads than workers, they are
+// all dropped and read again if asked for, so that chunks of many small
+// blocks cost no more than their share.
 func (r *reader) frameOf(key string) *frame {
 	r.framesMu.Lock()
-	if r.frames == nil || len(r.frames) > maxFrames {
-		r.frames = map[string]*frame{}
-	}
 	f := r.frames[key]
 	if f == nil {
+		// Not while each worker may still read its own chunk's head.
+		if r.frames == nil || r.frameBlocks > maxFrameBlocks && len(r.frames) > r.threads {
+			r.frames, r.frameBlocks = map[string]*frame{}, 0
+		}
 		f = &frame{}
 		r.frames[key] = f
 	}
 	r.framesMu.Unlock()
-	f.once.Do(func() { f.ix, f.missing, f.err = r.readHead(key) })
+	f.once.Do(func() {
+		f.ix, f.missing, f.err = r.readHead(key)
+		n := 1
+		if f.ix != nil {
+			n += f.ix.Blocks()
+		}
+		r.framesMu.Lock()
+		r.frameBlocks += n
+		r.framesMu.Unlock()
+	})
 	return f
 }
 
-const maxFrames = 4096
+// maxFrameBlocks bounds the blocks of the heads kept: 8 MiB of them.
+var maxFrameBlocks = 1 << 20 // a var: tests lower it
 
 // readHead reads a chunk's Blosc header and block table, checking the
 // object's size as a whole read does (readBounded) and the frame's

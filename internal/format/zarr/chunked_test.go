@@ -3,9 +3,11 @@ package zarr
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math/rand"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
@@ -113,6 +115,142 @@ func TestReadChunkRangeHostile(t *testing.T) {
 		}
 		if !bytes.Contains([]byte(err.Error()), []byte("chunk 0.0")) {
 			t.Fatalf("%s: %v does not name the chunk", name, err)
+		}
+	}
+}
+
+// TestReadChunkRangeBlockSizeOverChunk: a frame whose header claims a
+// block far larger than its chunk (one short block, as a whole read
+// takes it) is read in ranges as whole, with scratch of the chunk's size,
+// not of three claimed blocks.
+func TestReadChunkRangeBlockSizeOverChunk(t *testing.T) {
+	src := bytes.Repeat([]byte("depthspace"), 8)[:72]
+	frame, err := blosc.EncodeLZ4(src, 1, blosc.NoShuffle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.LittleEndian.PutUint32(frame[8:], 700_000_000)
+	meta := `{"zarr_format": 2, "shape": [72], "chunks": [72], "dtype": "|u1", "compressor": {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 0, "blocksize": 0}, "fill_value": 0, "order": "C", "filters": null}`
+	dir := t.TempDir()
+	put(t, dir, map[string][]byte{".zarray": []byte(meta), "0": frame})
+	rd := openReader(t, dir)
+	whole := make([]byte, 72)
+	if err := rd.ReadChunk(whole, []int{0}); err != nil || !bytes.Equal(whole, src) {
+		t.Fatalf("read whole: %v", err)
+	}
+	var before, after runtime.MemStats
+	got := make([]byte, 30)
+	runtime.ReadMemStats(&before)
+	err = rd.ReadChunkRange(got, []int{0}, 20)
+	runtime.ReadMemStats(&after)
+	if err != nil || !bytes.Equal(got, src[20:50]) {
+		t.Fatalf("the part differs from the chunk read whole: %v", err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Errorf("reading 30 bytes of a 72-byte chunk allocated %d bytes", n)
+	}
+}
+
+// TestBlockCacheBounded: the decoded blocks ReadChunkRange keeps are the
+// last blockCacheSize, in an array of that many: an evicted block is not
+// held on behind the slice's start.
+func TestBlockCacheBounded(t *testing.T) {
+	src := make([]byte, 1<<20)
+	for i := range src {
+		src[i] = byte(i * 7 / 5)
+	}
+	frame, err := blosc.EncodeLZ4(src, 1, blosc.NoShuffle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := `{"zarr_format": 2, "shape": [10485760], "chunks": [1048576], "dtype": "|u1", "compressor": {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 0, "blocksize": 0}, "fill_value": 0, "order": "C", "filters": null}`
+	dir := t.TempDir()
+	files := map[string][]byte{".zarray": []byte(meta)}
+	for c := range 10 {
+		files[fmt.Sprint(c)] = frame
+	}
+	put(t, dir, files)
+	rd := openReader(t, dir)
+	read := 0
+	for c := range 10 {
+		key := fmt.Sprint(c)
+		f := rd.frameOf(key)
+		if f.err != nil {
+			t.Fatal(f.err)
+		}
+		for b := 0; b*f.ix.BlockSize < f.ix.NBytes; b++ {
+			blk, err := rd.block(key, f.ix, b)
+			if err != nil || !bytes.Equal(blk, src[b*f.ix.BlockSize:min((b+1)*f.ix.BlockSize, len(src))]) {
+				t.Fatalf("chunk %s block %d: %v", key, b, err)
+			}
+			read++
+		}
+	}
+	if read <= 2*blockCacheSize {
+		t.Fatalf("%d blocks read: the test needs more than %d", read, 2*blockCacheSize)
+	}
+	if len(rd.blocks) != blockCacheSize || cap(rd.blocks) != blockCacheSize {
+		t.Errorf("after %d blocks the cache holds %d in an array of %d, want %d", read, len(rd.blocks), cap(rd.blocks), blockCacheSize)
+	}
+}
+
+// smallBlockFrame is a Blosc frame of data in blocks of bs bytes, each
+// stored as it is (a stream as long as its block), from the header an
+// encoder gives data.
+func smallBlockFrame(t *testing.T, data []byte, bs int) []byte {
+	t.Helper()
+	enc, err := blosc.EncodeLZ4(data, 1, blosc.NoShuffle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := (len(data) + bs - 1) / bs
+	frame := append([]byte{}, enc[:blosc.HeaderSize]...)
+	frame = append(frame, make([]byte, 4*n)...)
+	for b := range n {
+		block := data[b*bs : min((b+1)*bs, len(data))]
+		binary.LittleEndian.PutUint32(frame[blosc.HeaderSize+4*b:], uint32(len(frame)))
+		frame = binary.LittleEndian.AppendUint32(frame, uint32(len(block)))
+		frame = append(frame, block...)
+	}
+	binary.LittleEndian.PutUint32(frame[8:], uint32(bs))
+	binary.LittleEndian.PutUint32(frame[12:], uint32(len(frame)))
+	return frame
+}
+
+// TestFrameCacheBoundedByBlocks: the chunk heads ReadChunkRange keeps
+// are bounded by the blocks they index, not by their number: chunks of
+// many small blocks are let go past the bound, and read again right.
+func TestFrameCacheBoundedByBlocks(t *testing.T) {
+	defer func(n int) { maxFrameBlocks = n }(maxFrameBlocks)
+	maxFrameBlocks = 1200
+	src := make([]byte, 1<<16)
+	for i := range src {
+		src[i] = byte(i * 7 / 5)
+	}
+	frame := smallBlockFrame(t, src, 128) // 512 blocks
+	meta := `{"zarr_format": 2, "shape": [655360], "chunks": [65536], "dtype": "|u1", "compressor": {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 0, "blocksize": 0}, "fill_value": 0, "order": "C", "filters": null}`
+	files := map[string][]byte{".zarray": []byte(meta)}
+	for c := range 10 {
+		files[fmt.Sprint(c)] = frame
+	}
+	dir := t.TempDir()
+	put(t, dir, files)
+	rd := openReader(t, dir)
+	got := make([]byte, 1000)
+	for round := range 2 {
+		for c := range 10 {
+			if err := rd.ReadChunkRange(got, []int{c}, 300); err != nil || !bytes.Equal(got, src[300:1300]) {
+				t.Fatalf("round %d chunk %d: %v", round, c, err)
+			}
+			held := 0
+			for _, f := range rd.frames {
+				if f.ix != nil {
+					held += f.ix.Blocks()
+				}
+			}
+			if held > maxFrameBlocks+512 {
+				t.Fatalf("round %d chunk %d: the heads kept index %d blocks, over %d and one chunk's", round, c, held, maxFrameBlocks)
+			}
 		}
 	}
 }

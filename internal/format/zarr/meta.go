@@ -72,10 +72,10 @@ func checkGrid(shape, chunks []int, size int, what string) error {
 		if c < 1 {
 			return fmt.Errorf("%s %v has an extent under 1", what, chunks)
 		}
-		n *= int64(c)
-		if n > maxChunkBytes {
+		if int64(c) > maxChunkBytes/n {
 			return fmt.Errorf("%s %v holds over 2 GiB, more than a chunk can", what, chunks)
 		}
+		n *= int64(c)
 	}
 	for _, d := range shape {
 		if d < 0 {

@@ -165,9 +165,10 @@ type reader struct {
 	shards     *shardCache
 	// frames are ReadChunkRange's chunk heads, blocks the blocks it
 	// decoded whole to read parts of them, the newest last.
-	framesMu sync.Mutex
-	frames   map[string]*frame
-	blocks   []*cachedBlock
+	framesMu    sync.Mutex
+	frames      map[string]*frame
+	frameBlocks int // the blocks of frames' indexes, and one per frame
+	blocks      []*cachedBlock
 }
 
 func (r *reader) InflateData() ([]byte, error) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/testpeer"
@@ -376,14 +377,7 @@ func TestDecodeSpanMatchesDecode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hb, err := HeadBytes(frame[:HeaderSize])
-		if err != nil {
-			t.Fatal(err)
-		}
-		ix, err := ParseIndex(frame[:hb], len(frame))
-		if err != nil {
-			t.Fatal(err)
-		}
+		ix := indexOf(t, frame)
 		n := len(c.src)
 		for range 40 {
 			off := r.Intn(n)
@@ -442,8 +436,8 @@ func TestDecodeSpanBlocksOutOfOrder(t *testing.T) {
 	b0 := frame[ix.starts[0]:ix.ends[0]]
 	b1 := frame[ix.starts[1]:ix.ends[1]]
 	moved := append(append(append(bytes.Clone(frame[:ix.starts[0]]), b1...), b0...), frame[ix.ends[1]:]...)
-	binary.LittleEndian.PutUint32(moved[HeaderSize:], uint32(ix.starts[0]+len(b1)))
-	binary.LittleEndian.PutUint32(moved[HeaderSize+4:], uint32(ix.starts[0]))
+	binary.LittleEndian.PutUint32(moved[HeaderSize:], ix.starts[0]+uint32(len(b1)))
+	binary.LittleEndian.PutUint32(moved[HeaderSize+4:], ix.starts[0])
 	whole, err := Decode(moved, len(src))
 	if err != nil || !bytes.Equal(whole, src) {
 		t.Fatalf("the moved frame does not decode whole: %v", err)
@@ -452,14 +446,100 @@ func TestDecodeSpanBlocksOutOfOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, span := range [][2]int{{0, ix.BlockSize}, {ix.BlockSize, ix.BlockSize}, {100, 2*ix.BlockSize + 7}, {ix.BlockSize - 3, 6}} {
-		lo, hi := mix.Span(span[0], span[1])
+	checkSpans(t, mix, moved, src, [][2]int{{0, ix.BlockSize}, {ix.BlockSize, ix.BlockSize}, {100, 2*ix.BlockSize + 7}, {ix.BlockSize - 3, 6}})
+}
+
+// checkSpans decodes each span [off, off+n) of frame, whose index is ix,
+// from the bytes Span names, and checks it is those bytes of src.
+func checkSpans(t *testing.T, ix *Index, frame, src []byte, spans [][2]int) {
+	t.Helper()
+	for _, span := range spans {
+		lo, hi := ix.Span(span[0], span[1])
 		got := make([]byte, span[1])
-		if err := mix.DecodeSpan(got, span[0], moved[lo:hi], nil); err != nil {
+		if err := ix.DecodeSpan(got, span[0], frame[lo:hi], nil); err != nil {
 			t.Fatalf("span %v: %v", span, err)
 		}
 		if !bytes.Equal(got, src[span[0]:span[0]+span[1]]) {
-			t.Fatalf("span %v differs", span)
+			t.Fatalf("span %v differs from the whole frame's", span)
 		}
 	}
+}
+
+// TestDecodeSpanBlockSizeOverNBytes: a header's block size may exceed the
+// frame's bytes (one short block, as the whole-frame decoder reads it);
+// a span is decoded the same, with scratch of the data's size, not of
+// three claimed blocks.
+func TestDecodeSpanBlockSizeOverNBytes(t *testing.T) {
+	src := bytes.Repeat([]byte("depthspace"), 8)[:72]
+	frame, err := EncodeLZ4(src, 1, NoShuffle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.LittleEndian.PutUint32(frame[8:], 700_000_000)
+	want, err := Decode(frame, len(src))
+	if err != nil || !bytes.Equal(want, src) {
+		t.Fatalf("the whole-frame decoder: %v", err)
+	}
+	ix := indexOf(t, frame)
+	if ix.Memcpyed() {
+		t.Fatal("the frame is stored as a copy: the test needs compressed blocks")
+	}
+	got := make([]byte, 30)
+	lo, hi := ix.Span(20, len(got))
+	n := allocatedBy(func() { err = ix.DecodeSpan(got, 20, frame[lo:hi], nil) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, src[20:50]) {
+		t.Fatal("the span differs from the whole frame's")
+	}
+	if n > 1<<20 {
+		t.Errorf("decoding 30 bytes of a 72-byte frame allocated %d bytes", n)
+	}
+}
+
+// indexOf is frame's index, read from the head HeadBytes asks for.
+func indexOf(t *testing.T, frame []byte) *Index {
+	t.Helper()
+	hb, err := HeadBytes(frame[:HeaderSize])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := ParseIndex(frame[:hb], len(frame))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix
+}
+
+// allocatedBy is how many bytes f allocates.
+func allocatedBy(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestDecodeSpanSharedBlockOffset: blocks whose table entries share one
+// stored offset (equal blocks stored once) are read by a span as the
+// whole-frame decoder reads them, from the streams at that offset.
+func TestDecodeSpanSharedBlockOffset(t *testing.T) {
+	block := sample(1<<17, 4, 8)
+	src := append(append(append([]byte{}, block...), block...), sample(1<<17, 4, 9)...)
+	frame, err := EncodeLZ4(src, 4, Shuffle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := indexOf(t, frame)
+	if ix.BlockSize != len(block) || len(ix.starts) != 3 {
+		t.Fatalf("blocks of %d bytes, %d of them: the test needs 3 of %d", ix.BlockSize, len(ix.starts), len(block))
+	}
+	binary.LittleEndian.PutUint32(frame[HeaderSize+4:], ix.starts[0]) // block 1 is block 0's bytes
+	want, err := Decode(frame, len(src))
+	if err != nil || !bytes.Equal(want, src) {
+		t.Fatalf("the whole-frame decoder: %v", err)
+	}
+	n := len(block)
+	checkSpans(t, indexOf(t, frame), frame, src, [][2]int{{0, len(src)}, {0, n}, {5, 10}, {n, n}, {n + 5, 10}, {n - 5, 10}, {2*n - 3, 9}})
 }

@@ -1,6 +1,7 @@
 package blosc
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -29,7 +30,7 @@ func HeadBytes(first []byte) (int, error) {
 // Index is a frame's header and where its blocks are stored.
 type Index struct {
 	Header
-	starts, ends []int // each block's stored bytes
+	starts, ends []uint32 // each block's stored bytes (a frame's size is a uint32)
 }
 
 // ParseIndex reads a frame's head (its first HeadBytes bytes) for a frame
@@ -50,24 +51,31 @@ func ParseIndex(head []byte, size int) (*Index, error) {
 	if len(head) < table {
 		return nil, fmt.Errorf("blosc frame's head is %d bytes, its block table needs %d", len(head), table)
 	}
-	ix.starts, ix.ends = make([]int, nblocks), make([]int, nblocks)
-	order := make([]int, nblocks)
+	ix.starts, ix.ends = make([]uint32, nblocks), make([]uint32, nblocks)
+	order := make([]uint32, nblocks)
 	for b := range nblocks {
 		at := int(binary.LittleEndian.Uint32(head[HeaderSize+4*b:]))
 		if at < table || at >= size {
 			return nil, fmt.Errorf("blosc block %d starts at %d, outside the frame of %d bytes", b, at, size)
 		}
-		ix.starts[b], order[b] = at, b
+		ix.starts[b], order[b] = uint32(at), uint32(b)
 	}
-	slices.SortFunc(order, func(x, y int) int { return ix.starts[x] - ix.starts[y] })
-	for k, b := range order {
-		ix.ends[b] = size
-		if k+1 < nblocks {
-			ix.ends[b] = ix.starts[order[k+1]]
+	slices.SortFunc(order, func(x, y uint32) int { return cmp.Compare(ix.starts[x], ix.starts[y]) })
+	// Blocks sharing a stored offset (equal blocks stored once) all end
+	// where the next offset above theirs starts.
+	next := uint32(size)
+	for k := nblocks - 1; k >= 0; k-- {
+		b := order[k]
+		ix.ends[b] = next
+		if k > 0 && ix.starts[order[k-1]] < ix.starts[b] {
+			next = ix.starts[b]
 		}
 	}
 	return ix, nil
 }
+
+// Blocks is how many blocks the index holds where they are stored.
+func (ix *Index) Blocks() int { return len(ix.starts) }
 
 // Memcpyed says the frame holds its data as they are, after the header.
 func (ix *Index) Memcpyed() bool { return ix.Flags&flagMemcpyed != 0 }
@@ -80,16 +88,20 @@ func (ix *Index) Span(off, n int) (lo, hi int) {
 		return HeaderSize + off, HeaderSize + off + n
 	}
 	b0, b1 := off/ix.BlockSize, max(off/ix.BlockSize+1, (off+n+ix.BlockSize-1)/ix.BlockSize)
-	lo, hi = ix.starts[b0], ix.ends[b0]
+	l, h := ix.starts[b0], ix.ends[b0]
 	for b := b0 + 1; b < b1; b++ {
-		lo, hi = min(lo, ix.starts[b]), max(hi, ix.ends[b])
+		l, h = min(l, ix.starts[b]), max(h, ix.ends[b])
 	}
-	return lo, hi
+	return int(l), int(h)
 }
+
+// ScratchBlock is the most bytes a block of the frame decodes to: the
+// header's block size may exceed the frame's data (one short block).
+func (ix *Index) ScratchBlock() int { return min(ix.BlockSize, ix.NBytes) }
 
 // DecodeSpan fills dst with the data bytes [off, off+len(dst)) from
 // stored, the frame's bytes Span gave for them; tmp is scratch of three
-// blocks (nil: made here).
+// ScratchBlock (nil: made here).
 func (ix *Index) DecodeSpan(dst []byte, off int, stored, tmp []byte) error {
 	n := len(dst)
 	if off < 0 || n < 0 || off+n > ix.NBytes {
@@ -110,10 +122,11 @@ func (ix *Index) DecodeSpan(dst []byte, off int, stored, tmp []byte) error {
 		return err
 	}
 	bs := ix.BlockSize
-	if len(tmp) < 3*bs {
-		tmp = make([]byte, 3*bs)
+	blk := ix.ScratchBlock()
+	if len(tmp) < 3*blk {
+		tmp = make([]byte, 3*blk)
 	}
-	whole, t1, t2 := tmp[:bs], tmp[bs:2*bs], tmp[2*bs:3*bs]
+	whole, t1, t2 := tmp[:blk], tmp[blk:2*blk], tmp[2*blk:3*blk]
 	nblocks := len(ix.starts)
 	lo, _ := ix.Span(off, n)
 	for b := off / bs; b*bs < off+n; b++ {
@@ -126,7 +139,7 @@ func (ix *Index) DecodeSpan(dst []byte, off int, stored, tmp []byte) error {
 			out = dst[first-off : first-off+size]
 		}
 		leftover := b == nblocks-1 && ix.NBytes%bs != 0
-		if err := decodeShuffled(ix.Header, dec, stored, 0, ix.starts[b]-lo, out, t1, t2, leftover); err != nil {
+		if err := decodeShuffled(ix.Header, dec, stored, 0, int(ix.starts[b])-lo, out, t1, t2, leftover); err != nil {
 			return fmt.Errorf("blosc block %d: %w", b, err)
 		}
 		if !inside {
