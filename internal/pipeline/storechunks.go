@@ -83,11 +83,15 @@ const (
 	groupLimit = 96 << 20
 	// inChunkLimit bounds one input chunk, decoded whole by each worker.
 	inChunkLimit = 64 << 20
-	// overlapBytes bounds what the extra workers of an input that asks
-	// for overlapped reads hold: their input chunks and run buffers.
-	// With 1 MiB chunks (a sharded v3 array's inner chunks) it lets 16
-	// requests be in flight; with 16 MiB chunks, none beyond the threads.
-	overlapBytes = 32 << 20
+	// overlapBytes bounds the decoded input chunks read ahead of the
+	// runs when the input's chunks come over a network. With 1 MiB
+	// chunks (a sharded v3 array's inner chunks) it keeps 8 requests in
+	// flight, which at 20 ms an answer is 400 MiB/s, more than two cores
+	// decode and encode; 16 of them held 17 MiB more RssAnon (148 against
+	// 132 MiB in bench/zarr-s3.sh's job) and showed no wall time gained
+	// on the loaded 2-core machine. With 16 MiB chunks, none beyond the
+	// threads.
+	overlapBytes = 8 << 20
 	// chunkRunHeap is the room the heap gets during a run, unless GOGC
 	// or GOMEMLIMIT say otherwise. The big buffers are fileio's, outside
 	// the heap; the heap is a few megabytes live (scratch, the stored
