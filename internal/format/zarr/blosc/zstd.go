@@ -9,10 +9,11 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// zstdDecoder is one decoder for the whole process. Making a decoder per
-// chunk cost more than decoding the chunk (its tables and buffers are
-// allocated anew, and the collector then runs for them); DecodeAll is
-// safe from several goroutines, each taking one of its block decoders.
+// zstdDecoder is one decoder for the whole process: one made per chunk
+// allocated its tables and buffers anew for each (1,024 times for a
+// 1 GiB array of 1 MiB inner chunks), garbage the collector then ran
+// for. DecodeAll is safe from several goroutines, each taking one of its
+// block decoders.
 // The cap limit is the bound: DecodeAll writes into dst's capacity,
 // which ZstdInto sets to the chunk's size, and refuses a frame that says
 // or turns out to hold more, so a frame's header never sizes an
