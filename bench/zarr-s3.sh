@@ -18,7 +18,10 @@
 # depthspace. The commands run in turn, RUNS rounds (default 3): median
 # wall seconds and peak RssAnon (the largest single process, sampled
 # every 50 ms), and depthspace's median ratio to each, round by round.
-# depthspace's output is checked equal to zarr-python's.
+# depthspace's output is checked equal to zarr-python's. Then the same
+# job from local copies, depthspace alone (the memory bound, with no
+# network to wait for): the sharded v3 store, and the array as v2 with
+# zstd chunks of 16 MiB (written by depthspace --zarr-codec zstd).
 #   bench/zarr-s3.sh      DELAYS="0 20" RUNS=3, KEEP=1 keeps the temp dir,
 #                         S5CMD=path (default: bench/s3.sh's build)
 # Needs versitygw (scripts/s3-e2e.sh installs it), GNU time, curl,
@@ -159,3 +162,24 @@ for d in $DELAYS; do
       printf "  s5cmd cp of the v2 store + zarr-python + numpy:  wall %6.2f s, RssAnon %4d MiB  (depthspace/zarr-python %.2f)\n", median(pw, NR), median(pa, NR) / 1024, median(rp, NR)
     }'
 done
+
+"$DS" convert --to zarr --zarr-codec zstd "$T/in2.zarr" "$T/inz.zarr"
+: >"$T/l3" && : >"$T/lz"
+for _ in $(seq "$RUNS"); do
+  rm -rf "$T/out-l3.zarr" "$T/out-lz.zarr"
+  rss "$DS" s2d -b 2 --to zarr "$T/in3.zarr" -o "$T/out-l3.zarr" >>"$T/l3"
+  rss "$DS" s2d -b 2 --to zarr "$T/inz.zarr" -o "$T/out-lz.zarr" >>"$T/lz"
+done
+"$DS" compare "$T/out-l3.zarr" "$T/out-py.zarr" >/dev/null || { echo "local v3 output differs" >&2; exit 1; }
+"$DS" compare "$T/out-lz.zarr" "$T/out-py.zarr" >/dev/null || { echo "local zstd v2 output differs" >&2; exit 1; }
+paste "$T/l3" "$T/lz" | awk '
+  function median(x, n,   i, j, t) {
+    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (x[j] < x[i]) { t = x[i]; x[i] = x[j]; x[j] = t }
+    return n % 2 ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2
+  }
+  { aw[NR] = $1; aa[NR] = $2; bw[NR] = $3; ba[NR] = $4 }
+  END {
+    printf "local, %d rounds (medians):\n", NR
+    printf "  depthspace s2d -b 2 local sharded v3 -> local v2:  wall %6.2f s, RssAnon %4d MiB\n", median(aw, NR), median(aa, NR) / 1024
+    printf "  depthspace s2d -b 2 local zstd v2 -> local v2:     wall %6.2f s, RssAnon %4d MiB\n", median(bw, NR), median(ba, NR) / 1024
+  }'

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/depthspace/depthspace/internal/format"
 	"github.com/depthspace/depthspace/internal/ops"
@@ -22,14 +23,31 @@ import (
 // 0xEE so that a run reading past the array shows), and parts of chunks
 // when ranged.
 type memArray struct {
-	g      *grid
-	data   []byte
-	ranged bool
+	g       *grid
+	data    []byte
+	ranged  bool
+	overlap int // what Overlap says: reads to keep in flight
+
+	mu    sync.Mutex
+	reads map[string]int // ReadChunk calls by chunk
+	// wait, when set, is called by each ReadChunk before it reads.
+	wait func()
 }
 
 func (m *memArray) ChunkShape() []int { return slices.Clone(m.g.chunk) }
 
+func (m *memArray) Overlap() int { return m.overlap }
+
 func (m *memArray) ReadChunk(dst []byte, idx []int) error {
+	m.mu.Lock()
+	if m.reads == nil {
+		m.reads = map[string]int{}
+	}
+	m.reads[fmt.Sprint(idx)]++
+	m.mu.Unlock()
+	if m.wait != nil {
+		m.wait()
+	}
 	for i := range dst {
 		dst[i] = 0xEE
 	}
@@ -132,6 +150,9 @@ func TestChunkRunMatchesPlan(t *testing.T) {
 			t.Fatal(err)
 		}
 		in := &memArray{g: newGrid(shape, inChunk, size), data: data, ranged: r.Intn(2) == 0}
+		if r.Intn(2) == 0 {
+			in.overlap = 2 + r.Intn(7) // chunks read ahead, as from an s3:// store
+		}
 		var mu sync.Mutex
 		got := map[int][]byte{}
 		put := func(idx []int, chunk, room []byte) error {
@@ -162,7 +183,87 @@ func TestChunkRunMatchesPlan(t *testing.T) {
 		if !bytes.Equal(out, want) {
 			t.Fatalf("%s: differs from the plan's whole run", name)
 		}
+		for idx, n := range in.reads {
+			if n > 1 && !in.ranged { // a ranged read reads the whole chunk each time here
+				t.Fatalf("%s, overlap %d: input chunk %s read %d times", name, in.overlap, idx, n)
+			}
+		}
 	}
+}
+
+// TestChunkRunReadsAhead: an input whose chunks come over a network
+// (Overlap 4) has 4 chunks being read at once by a run of one thread,
+// whose runs alone would ask for one after the other. Each read waits
+// until 4 are under way: a run that keeps fewer in flight never ends,
+// and the deadline says so.
+func TestChunkRunReadsAhead(t *testing.T) {
+	req := ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}
+	shape := []int{1, 2, 16, 16}
+	p, err := ops.NewPlan(req, shape, 4, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inChunk := []int{1, 1, 4, 4}
+	run, ok := newChunkRun(p, inChunk, operatorChunks(p, inChunk))
+	if !ok {
+		t.Fatal("no chunk run")
+	}
+	data := make([]byte, p.InBytes())
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	want := make([]byte, p.Bytes())
+	if err := p.Run(want, data, 1); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu      sync.Mutex
+		cond    = sync.NewCond(&mu)
+		started int
+	)
+	reached := make(chan struct{})
+	in := &memArray{g: newGrid(shape, inChunk, 4), data: data, overlap: 4, wait: func() {
+		mu.Lock()
+		defer mu.Unlock()
+		started++
+		if started == 4 {
+			close(reached)
+		}
+		cond.Broadcast()
+		for started < 4 {
+			cond.Wait()
+		}
+	}}
+	got := make([]byte, p.Bytes())
+	var gmu sync.Mutex
+	put := func(idx []int, chunk, room []byte) error {
+		gmu.Lock()
+		defer gmu.Unlock()
+		scatterChunk(t, "reads ahead", run.out, flatID(run.out, idx), chunk, got)
+		return nil
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- run.run(in, put, 64, 1, func(int64) {}, func(err error) error { return err }) }()
+	select {
+	case <-reached:
+	case <-time.After(time.Minute):
+		t.Fatal("a minute and fewer than 4 chunk reads under way at once: the run does not read ahead")
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("the run that read ahead differs from the plan's whole run")
+	}
+}
+
+// flatID is the grid's flat index of chunk idx.
+func flatID(g *grid, idx []int) int {
+	id := 0
+	for k, x := range idx {
+		id = id*g.n[k] + x
+	}
+	return id
 }
 
 // scatterChunk puts the part of chunk id inside the array into out, and

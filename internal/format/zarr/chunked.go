@@ -29,6 +29,16 @@ func (r *reader) ReadChunk(dst []byte, idx []int) error {
 	return r.chunk(dst, idx, r.shards)
 }
 
+// Overlap is how many chunks a reader of this array should ask for at
+// once to hide the store's round trips: the place's --io-jobs for an
+// s3:// store, 0 for a local directory (as many as there are threads).
+func (r *reader) Overlap() int {
+	if s, ok := r.st.(interface{ InFlight() int }); ok {
+		return s.InFlight()
+	}
+	return 0
+}
+
 // ChunksOf is the shape and chunk shape of the input array name, as an
 // output of the same format would keep them; nil when it has none.
 func (m *Meta) ChunksOf(name string) (shape, chunks []int) {

@@ -64,6 +64,7 @@ func TestHostileStores(t *testing.T) {
 		"blosc claims more": {map[string][]byte{".zarray": v2Store(`{"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1}`), "0.0": lying}, "1073741824"},
 		"blosc truncated":   {map[string][]byte{".zarray": v2Store(`{"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1}`), "0.0": frame[:len(frame)-2]}, "blosc header says the frame is"},
 		"zstd short":        {map[string][]byte{".zarray": v2Store(`{"id": "zstd", "level": 1}`), "0.0": zstdEncoder.EncodeAll(make([]byte, 10), nil)}, "fewer than the 16 bytes"},
+		"zstd claims 1 TiB": {map[string][]byte{".zarray": v2Store(`{"id": "zstd", "level": 1}`), "0.0": zstdClaim(1 << 40)}, "zstd stream says it holds 1099511627776 bytes, more than the 16 wanted"},
 		"unknown codec v3":  {map[string][]byte{"zarr.json": []byte(`{"zarr_format": 3, "node_type": "array", "shape": [2], "data_type": "uint8", "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}}, "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": [{"name": "bytes"}, {"name": "lzma"}]}`)}, `codec "lzma"`},
 		"v3 bad node":       {map[string][]byte{"zarr.json": []byte(`{"zarr_format": 3, "node_type": "tree"}`)}, `node_type "tree"`},
 	}
@@ -89,6 +90,14 @@ func TestHostileStores(t *testing.T) {
 			t.Errorf("%s: error %v, want one saying %q", name, err, want)
 		}
 	}
+}
+
+// zstdClaim is a zstd frame header saying the frame holds n bytes, and
+// one RLE block of 16.
+func zstdClaim(n uint64) []byte {
+	b := binary.LittleEndian.AppendUint64([]byte{0x28, 0xb5, 0x2f, 0xfd, 0xe0}, n)
+	h := uint32(1) | 1<<1 | 16<<3
+	return append(b, byte(h), byte(h>>8), byte(h>>16), 0)
 }
 
 // FuzzShardIndex: a shard of any bytes (index at the end, crc32c

@@ -12,7 +12,6 @@ import (
 
 	"github.com/depthspace/depthspace/internal/format"
 	"github.com/depthspace/depthspace/internal/format/zarr/blosc"
-	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 )
 
@@ -171,12 +170,10 @@ func gzipChunk(dst, raw []byte) error {
 }
 
 func zstdChunk(dst, raw []byte) error {
-	r, err := zstd.NewReader(bytes.NewReader(raw), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(1<<30))
-	if err != nil {
-		return fmt.Errorf("zstd: %w", err)
+	if err := blosc.ZstdInto(dst, raw); err != nil {
+		return fmt.Errorf("zstd stream %w", err)
 	}
-	defer r.Close()
-	return exactly("zstd", r, dst)
+	return nil
 }
 
 // lz4Chunk: numcodecs' LZ4, a 4-byte little-endian size, then one lz4

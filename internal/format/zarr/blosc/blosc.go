@@ -20,7 +20,6 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 )
 
@@ -314,14 +313,7 @@ func decompressor(code byte) (func(dst, src []byte) error, error) {
 			return ReadExactly(r, dst)
 		}, nil
 	case codeZstd:
-		return func(dst, src []byte) error {
-			r, err := zstd.NewReader(bytes.NewReader(src), zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
-			if err != nil {
-				return err
-			}
-			defer r.Close()
-			return ReadExactly(r, dst)
-		}, nil
+		return ZstdInto, nil
 	case codeSnappy:
 		return nil, errors.New("blosc frame compressed with snappy, which numcodecs no longer writes and depthspace does not read")
 	}
