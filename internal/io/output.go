@@ -363,6 +363,16 @@ func (o *Output) Expect(size int64) {
 	}
 }
 
+// OnceIn says that bytes [from, to) of the output are each written once,
+// by position, and never read back: an object output may then free
+// the parts of that range it has sent from its scratch file (which would
+// otherwise be dirty page cache the size of the output). A hint only.
+func (o *Output) OnceIn(from, to int64) {
+	if w, ok := o.obj.(interface{ OnceIn(from, to int64) }); ok {
+		w.OnceIn(from, to)
+	}
+}
+
 // Map sizes the file to size bytes and maps it for writing, so a kernel can
 // write its result straight into the page cache. Only for files.
 func (o *Output) Map(size int64) ([]byte, error) {

@@ -128,6 +128,10 @@ func streamRun(plan *ops.Plan, t *Tensor, out sink, base int64, threads, chunkBy
 	if j.seqIn || j.seqOut {
 		return j.runInOrder(threads)
 	}
+	if o, ok := j.dest.(interface{ OnceIn(from, to int64) }); ok {
+		// Each chunk's output ranges are disjoint and written once.
+		o.OnceIn(j.base, j.base+int64(plan.Bytes()))
+	}
 	return j.runParallel(threads)
 }
 

@@ -365,6 +365,13 @@ type assembled struct {
 // assembleBelow is the largest file made in memory.
 const assembleBelow = smallWhole
 
+// OnceIn passes the hint on to an output not assembled in memory.
+func (a *assembled) OnceIn(from, to int64) {
+	if a.buf == nil {
+		a.out.OnceIn(from, to)
+	}
+}
+
 func (a *assembled) Readable() bool       { return a.out.Readable() }
 func (a *assembled) IsFile() bool         { return true }
 func (a *assembled) StreamFile() *os.File { return nil }
