@@ -417,26 +417,18 @@ var errDropped = &Error{Msg: "internal error: an output part already uploaded an
 // never frees bytes written after their part went; or refuses, if such
 // a part was dropped. Called under wm.
 func (w *PartWriter) rewriting(from, to int64) error {
-	if w.ps == 0 || from >= to {
-		return nil
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for k := w.partOf(from); ; k++ {
-		if off, _ := w.part(k); off >= to {
-			return nil
-		}
-		if w.dropped[k] {
-			return errDropped
-		}
-		if w.sent[k] {
-			w.resend[k] = true
-		}
-	}
+	return w.touch(from, to, true)
 }
 
 // droppedIn refuses a read of bytes [from, to) that a dropped part held.
 func (w *PartWriter) droppedIn(from, to int64) error {
+	return w.touch(from, to, false)
+}
+
+// touch refuses bytes [from, to) if a dropped part held any; else, when
+// they are to be written (rewrite), marks the sent parts among theirs to
+// be sent again.
+func (w *PartWriter) touch(from, to int64, rewrite bool) error {
 	if w.ps == 0 || from >= to {
 		return nil
 	}
@@ -448,6 +440,9 @@ func (w *PartWriter) droppedIn(from, to int64) error {
 		}
 		if w.dropped[k] {
 			return errDropped
+		}
+		if rewrite && w.sent[k] {
+			w.resend[k] = true
 		}
 	}
 }
