@@ -24,3 +24,11 @@ func fallocate(f *os.File, off, size int64) error {
 func fallocateKeepSize(f *os.File, size int64) error {
 	return syscall.Fallocate(int(f.Fd()), 1, 0, size)
 }
+
+// PunchHole frees bytes [off, off+n) of f, keeping its size
+// (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE): their pages leave the
+// page cache, dirty or not, and read as zeros.
+func PunchHole(f *os.File, off, n int64) error {
+	const punchHoleKeepSize = 0x02 | 0x01
+	return syscall.Fallocate(int(f.Fd()), punchHoleKeepSize, off, n)
+}

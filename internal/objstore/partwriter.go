@@ -460,7 +460,7 @@ func (w *PartWriter) drop(k, off, n int64) {
 	if w.resend[k] || off < w.once.from || off+n > w.once.to || w.f == nil {
 		return
 	}
-	if punchHole(w.f, off, n) == nil {
+	if fileio.PunchHole(w.f, off, n) == nil {
 		w.dropped[k] = true
 	}
 }

@@ -88,14 +88,21 @@ func (t *Tensor) arriving() io.ReaderAt {
 }
 
 // arrivingReader reads an arriving input at a fixed offset (the npy
-// data start); its errors are the download's, which name the object.
+// data start); its errors are the download's, which name the object. A
+// streamed run reads each byte of the data once (its chunks' input
+// ranges are disjoint), so what it has read is freed (Consumed).
 type arrivingReader struct {
 	r    io.ReaderAt
+	in   *fileio.Input
 	base int64
 }
 
 func (a arrivingReader) ReadAt(p []byte, off int64) (int, error) {
-	return a.r.ReadAt(p, a.base+off)
+	n, err := a.r.ReadAt(p, a.base+off)
+	if err == nil {
+		a.in.Consumed(a.base+off, int64(n))
+	}
+	return n, err
 }
 
 // memReader serves decoded or mapped bytes.
@@ -164,7 +171,7 @@ func streamInput(plan *ops.Plan, t *Tensor) chunkInput {
 	f, off := t.file()
 	switch {
 	case t.arriving() != nil && f != nil:
-		return arrivingReader{t.arriving(), off}
+		return arrivingReader{t.arriving(), t.input, off}
 	case t.Stream != nil:
 		return &sequential{r: t.Stream, sz: int64(plan.InBytes())}
 	case f != nil:
