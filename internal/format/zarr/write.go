@@ -512,9 +512,11 @@ var bloscEncoders = sync.Pool{New: func() any { return new(blosc.Encoder) }}
 // numcodecs' Zstd needs to decode it (a small frame otherwise has none).
 // It is made on first use: made at start, it was most of this package's
 // initialisation in every run, Zarr or not (docs/performance.md,
-// Start-up).
+// Start-up). No content checksum: the metadata written beside the chunks
+// says `"checksum": false` (zstd's codec configuration in v3, numcodecs'
+// default in v2), and a frame should be as its codec says.
 var zstdEncoder = lazyEncoder{sync.OnceValue(func() *zstd.Encoder {
-	e, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithSingleSegment(true))
+	e, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithSingleSegment(true), zstd.WithEncoderCRC(false))
 	return e
 })}
 

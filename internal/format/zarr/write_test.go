@@ -2,6 +2,7 @@ package zarr
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -245,4 +246,21 @@ func TestWriteV3ReadByZarrita(t *testing.T) {
 	ts := []tensor{mkTensor(t, "a", "float32", 6, 4), mkTensor(t, "sub/deeper/b", ">u4", 9)}
 	writeStore(t, group, 3, ts, format.WriteOptions{})
 	check(group, ts)
+}
+
+// A zstd chunk is a frame as the metadata beside it says: its content
+// size stated (numcodecs needs it) and no content checksum
+// ("checksum": false).
+func TestZstdFrameAsItsMetadataSays(t *testing.T) {
+	frame := zstdEncoder.EncodeAll(bytes.Repeat([]byte{1, 2, 3, 4}, 1000), nil)
+	if len(frame) < 5 || binary.LittleEndian.Uint32(frame) != 0xFD2FB528 {
+		t.Fatalf("not a zstd frame: % x", frame[:min(len(frame), 8)])
+	}
+	descriptor := frame[4]
+	if descriptor&(1<<5) == 0 {
+		t.Error("the frame is not single-segment: its content size may be missing")
+	}
+	if descriptor&(1<<2) != 0 {
+		t.Error("the frame carries a content checksum, while the metadata says \"checksum\": false")
+	}
 }
