@@ -57,26 +57,13 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p "$T"/{gw,data,s5}
 # the server, a byte-counting proxy, and one latency proxy per delay
-read -r PORT COUNT_PORT SLOW_PORTS < <($PY -c '
-import socket, sys
-ss = [socket.socket() for _ in range(2 + int(sys.argv[1]))]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(*[s.getsockname()[1] for s in ss])' "$(echo "$DELAYS" | wc -w)")
+. scripts/e2e-lib.sh # free_ports, start_versitygw, start_latency_proxies
+read -r PORT COUNT_PORT SLOW_PORTS < <(free_ports $((2 + $(echo "$DELAYS" | wc -w))))
 KEY=benchkey SECRET=benchsecret$RANDOM
 ENDPOINT=http://127.0.0.1:$PORT
-ROOT_ACCESS_KEY_ID=$KEY ROOT_SECRET_ACCESS_KEY=$SECRET "$VGW" --port "127.0.0.1:$PORT" posix "$T/gw" >"$T/versitygw.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 100); do curl -s -o /dev/null "$ENDPOINT/" && break; sleep 0.1; done
+start_versitygw "$PORT" "$T/gw"
 declare -A PROXY
-read -r -a ports <<<"$SLOW_PORTS"
-i=0
-for d in $DELAYS; do
-  $PY scripts/latencyproxy.py "${ports[$i]}" "$PORT" "$d" "$T/answers.$d" &
-  PIDS+=($!)
-  for _ in $(seq 50); do [ -f "$T/answers.$d" ] && break; sleep 0.1; done
-  PROXY[$d]=http://127.0.0.1:${ports[$i]}
-  i=$((i + 1))
-done
+start_latency_proxies "$PORT" "$DELAYS" "$SLOW_PORTS"
 
 go build -o "$T/depthspace" ./cmd/depthspace
 go build -tags s3 -o "$T/depthspace-s3" ./cmd/depthspace

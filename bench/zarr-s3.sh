@@ -46,23 +46,13 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$T/gw"
-. scripts/e2e-lib.sh # free_ports
+. scripts/e2e-lib.sh # free_ports, start_versitygw, start_latency_proxies
 read -r PORT SLOW_PORTS < <(free_ports $((1 + $(echo "$DELAYS" | wc -w))))
 KEY=benchkey SECRET=benchsecret$RANDOM
 ENDPOINT=http://127.0.0.1:$PORT
-ROOT_ACCESS_KEY_ID=$KEY ROOT_SECRET_ACCESS_KEY=$SECRET "$VGW" --port "127.0.0.1:$PORT" posix "$T/gw" >"$T/versitygw.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 100); do curl -s -o /dev/null "$ENDPOINT/" && break; sleep 0.1; done
+start_versitygw "$PORT" "$T/gw"
 declare -A PROXY
-read -r -a ports <<<"$SLOW_PORTS"
-i=0
-for d in $DELAYS; do
-  $PY scripts/latencyproxy.py "${ports[$i]}" "$PORT" "$d" "$T/answers.$d" &
-  PIDS+=($!)
-  for _ in $(seq 50); do [ -f "$T/answers.$d" ] && break; sleep 0.1; done
-  PROXY[$d]=http://127.0.0.1:${ports[$i]}
-  i=$((i + 1))
-done
+start_latency_proxies "$PORT" "$DELAYS" "$SLOW_PORTS"
 curl -sS --aws-sigv4 "aws:amz:us-east-1:s3" --user "$KEY:$SECRET" -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" \
   -X PUT "$ENDPOINT/src" -o /dev/null
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -tags s3 -o "$T/depthspace" ./cmd/depthspace

@@ -52,3 +52,29 @@ e2e_cleanup() {
   if [ "${KEEP:-}" = 1 ]; then echo "kept $T"; else rm -rf "$T"; fi
   exit $status
 }
+
+# start_versitygw PORT DIR: versitygw ($VGW, posix backend over DIR) on
+# 127.0.0.1:PORT with the root keys KEY and SECRET, its pid in PIDS,
+# once it answers; its log $T/versitygw.log.
+start_versitygw() {
+  ROOT_ACCESS_KEY_ID=$KEY ROOT_SECRET_ACCESS_KEY=$SECRET "$VGW" --port "127.0.0.1:$1" posix "$2" >"$T/versitygw.log" 2>&1 &
+  PIDS+=($!)
+  for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$1/" && break; sleep 0.1; done
+}
+
+# start_latency_proxies TARGET_PORT "DELAYS" "PORTS": for each delay (ms)
+# a scripts/latencyproxy.py on the port at the same place in PORTS, in
+# front of 127.0.0.1:TARGET_PORT, its pid in PIDS, its count of answers
+# in $T/answers.DELAY; PROXY[DELAY] is its URL (the caller declares
+# PROXY with declare -A).
+start_latency_proxies() {
+  local target=$1 d i=0 ports
+  read -r -a ports <<<"$3"
+  for d in $2; do
+    $PY scripts/latencyproxy.py "${ports[$i]}" "$target" "$d" "$T/answers.$d" &
+    PIDS+=($!)
+    for _ in $(seq 50); do [ -f "$T/answers.$d" ] && break; sleep 0.1; done
+    PROXY[$d]=http://127.0.0.1:${ports[$i]}
+    i=$((i + 1))
+  done
+}
