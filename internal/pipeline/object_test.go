@@ -1,9 +1,12 @@
 package pipeline
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"iter"
 	"math/rand"
 	"os"
@@ -108,6 +111,7 @@ type heldWriter struct {
 	err  error
 	mu   sync.Mutex
 	size int64
+	once [2]int64 // OnceIn's range
 }
 
 func (w *heldWriter) Write(b []byte) (int, error) { return w.WriteAt(b, w.Size()) }
@@ -125,7 +129,24 @@ func (w *heldWriter) WriteAt(b []byte, off int64) (int, error) {
 	w.mu.Unlock()
 	return n, err
 }
-func (w *heldWriter) ReadAt(b []byte, off int64) (int, error) { return w.f.ReadAt(b, off) }
+func (w *heldWriter) ReadAt(b []byte, off int64) (int, error) {
+	w.mu.Lock()
+	once := w.once
+	w.mu.Unlock()
+	if off < once[1] && off+int64(len(b)) > once[0] {
+		// A real object writer may have freed these bytes (OnceIn).
+		return 0, fmt.Errorf("bytes [%d, %d) read back, said written once in [%d, %d)", off, off+int64(len(b)), once[0], once[1])
+	}
+	return w.f.ReadAt(b, off)
+}
+
+// OnceIn records the range whose bytes the writer was told are never
+// read back.
+func (w *heldWriter) OnceIn(from, to int64) {
+	w.mu.Lock()
+	w.once = [2]int64{from, to}
+	w.mu.Unlock()
+}
 func (w *heldWriter) Reserve(size int64) error {
 	_, err := w.File(size)
 	return err
@@ -263,5 +284,99 @@ func TestObjectWholeTensorJob(t *testing.T) {
 		if got, _ := held.object(out); !bytes.Equal(got, wantBytes) {
 			t.Errorf("buffer limit %d: the output object differs from the local run's (%d bytes, want %d)", limit, len(got), len(wantBytes))
 		}
+	}
+}
+
+// storedNpz is an npz of npy members of 16 MiB of random float32 (seed),
+// stored, each of names holding the same bytes.
+func storedNpz(t *testing.T, seed int64, names ...string) []byte {
+	t.Helper()
+	data := make([]byte, 4<<20*4)
+	rand.New(rand.NewSource(seed)).Read(data)
+	npy := filepath.Join(t.TempDir(), "m.npy")
+	writeNpy(t, npy, "<f4", []int{1, 4, 1024, 1024}, false, data)
+	member, err := os.ReadFile(npy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var z bytes.Buffer
+	zw := zip.NewWriter(&z)
+	for _, name := range names {
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(member); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return z.Bytes()
+}
+
+// An npz output on a place: its stored members are streamed into place,
+// then read back for their CRC-32, so the writer is not told they are
+// written once (a real one would have freed them: "internal error").
+func TestObjectNpzOutputReadsBack(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.npz")
+	if err := os.WriteFile(in, storedNpz(t, 5, "a.npy", "b.npy"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	local := filepath.Join(dir, "out.npz")
+	opts := Options{Request: ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}, Source: Source{Path: in}, Output: local, Threads: 2}
+	if _, err := Transform(opts); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(local)
+	held.reset(-1, -1)
+	opts.Output = "held://b/out.npz"
+	if _, err := Transform(opts); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := held.object(opts.Output); !bytes.Equal(got, want) {
+		t.Errorf("the npz object differs from the local run's (%d bytes, want %d)", len(got), len(want))
+	}
+}
+
+// Two entries of an npz input that point at one stored member (Go's zip
+// reader takes such a file): as an object worked on while it arrives,
+// the first member's run must not free bytes the second still reads.
+func TestObjectSharedMemberBytesKept(t *testing.T) {
+	dir := t.TempDir()
+	b := storedNpz(t, 7, "a.npy")
+	// The central directory's one entry again, named b.npy.
+	eocd := b[len(b)-22:]
+	cdSize, cdOff := binary.LittleEndian.Uint32(eocd[12:]), binary.LittleEndian.Uint32(eocd[16:])
+	entry := bytes.Clone(b[cdOff : cdOff+cdSize])
+	entry = bytes.Replace(entry, []byte("a.npy"), []byte("b.npy"), 1)
+	alias := append(bytes.Clone(b[:cdOff+cdSize]), entry...)
+	end := bytes.Clone(eocd)
+	binary.LittleEndian.PutUint16(end[8:], 2)
+	binary.LittleEndian.PutUint16(end[10:], 2)
+	binary.LittleEndian.PutUint32(end[12:], 2*cdSize)
+	alias = append(alias, end...)
+	in := filepath.Join(dir, "alias.npz")
+	if err := os.WriteFile(in, alias, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	local := filepath.Join(dir, "out.npz")
+	opts := Options{Request: ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}, Source: Source{Path: in}, Output: local, Threads: 2}
+	if _, err := Transform(opts); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(local)
+	held.reset(-1, -1)
+	held.mu.Lock()
+	held.objects["held://b/alias.npz"] = alias
+	held.mu.Unlock()
+	opts.Source.Path, opts.Output = "held://b/alias.npz", "held://b/alias-out.npz"
+	if _, err := Transform(opts); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := held.object(opts.Output); !bytes.Equal(got, want) {
+		t.Errorf("the output of the aliased npz object differs from the local run's (%d bytes, want %d)", len(got), len(want))
 	}
 }

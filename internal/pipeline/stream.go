@@ -90,7 +90,8 @@ func (t *Tensor) arriving() io.ReaderAt {
 // arrivingReader reads an arriving input at a fixed offset (the npy
 // data start); its errors are the download's, which name the object. A
 // streamed run reads each byte of the data once (its chunks' input
-// ranges are disjoint), so what it has read is freed (Consumed).
+// ranges are disjoint), so what it has read is freed (Consumed), when in
+// is set: the tensor is the input's only one.
 type arrivingReader struct {
 	r    io.ReaderAt
 	in   *fileio.Input
@@ -99,7 +100,7 @@ type arrivingReader struct {
 
 func (a arrivingReader) ReadAt(p []byte, off int64) (int, error) {
 	n, err := a.r.ReadAt(p, a.base+off)
-	if err == nil {
+	if err == nil && a.in != nil {
 		a.in.Consumed(a.base+off, int64(n))
 	}
 	return n, err
@@ -171,7 +172,14 @@ func streamInput(plan *ops.Plan, t *Tensor) chunkInput {
 	f, off := t.file()
 	switch {
 	case t.arriving() != nil && f != nil:
-		return arrivingReader{t.arriving(), t.input, off}
+		r := arrivingReader{r: t.arriving(), base: off}
+		if t.shared == nil {
+			// The input's only tensor: its bytes are read once. Members
+			// of a container may share bytes (two npz entries pointing
+			// at one stored member), so theirs are kept.
+			r.in = t.input
+		}
+		return r
 	case t.Stream != nil:
 		return &sequential{r: t.Stream, sz: int64(plan.InBytes())}
 	case f != nil:

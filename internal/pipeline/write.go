@@ -153,6 +153,7 @@ func (w *writing) write() error {
 // it is small, else a batch of items at a time.
 func (w *writing) placed(fo *assembled, pw format.PlacedWriter) error {
 	defer fo.release()
+	fo.readsBack = true // Placed may read a member back (a checksum)
 	for i := range w.jobs {
 		j := &w.jobs[i]
 		if j.Load != nil && j.Stream == nil && j.Small == nil {
@@ -360,14 +361,19 @@ type assembled struct {
 	buf  []byte // the small file, from Reserve's size
 	pool []byte // buf's pooled storage
 	size int64
+	// readsBack: a container's layout reads members' data back once
+	// written (npz's CRC-32 of a stored member), so none is written once
+	// and never read (OnceIn).
+	readsBack bool
 }
 
 // assembleBelow is the largest file made in memory.
 const assembleBelow = smallWhole
 
-// OnceIn passes the hint on to an output not assembled in memory.
+// OnceIn passes the hint on to an output not assembled in memory, unless
+// its layout reads the bytes back.
 func (a *assembled) OnceIn(from, to int64) {
-	if a.buf == nil {
+	if a.buf == nil && !a.readsBack {
 		a.out.OnceIn(from, to)
 	}
 }
