@@ -10,8 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/format"
@@ -96,44 +96,28 @@ func TestShardAssemblerHoldsIndexesOnly(t *testing.T) {
 			keys = append(keys, k)
 		}
 		rand.New(rand.NewSource(34)).Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
-		var (
-			wg   sync.WaitGroup
-			mu   sync.Mutex
-			next int
-			fail error
-		)
+		todo := make(chan string, len(keys))
+		for _, k := range keys {
+			todo <- k
+		}
+		close(todo)
+		errs := make(chan error, 3)
 		for range 3 {
-			wg.Add(1)
 			go func() {
-				defer wg.Done()
 				room := make([]byte, roomBytes)
-				for {
-					mu.Lock()
-					if next == len(keys) {
-						mu.Unlock()
-						return
-					}
-					k := keys[next]
-					next++
-					mu.Unlock()
-					var idx []int
-					for _, s := range strings.Split(k, ",") {
-						var v int
-						json.Unmarshal([]byte(s), &v)
-						idx = append(idx, v)
-					}
-					if err := put(idx, chunks[k], room); err != nil {
-						mu.Lock()
-						fail = err
-						mu.Unlock()
+				for k := range todo {
+					if err := put(parseIndex(k), chunks[k], room); err != nil {
+						errs <- err
 						return
 					}
 				}
+				errs <- nil
 			}()
 		}
-		wg.Wait()
-		if fail != nil {
-			t.Fatal(fail)
+		for range 3 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
 		}
 		peak := sw.assemblers[0].peak
 		indexes := int64(nShards * (16*perShard + 4))
@@ -154,6 +138,16 @@ func TestShardAssemblerHoldsIndexesOnly(t *testing.T) {
 		}
 		checkShardsBySpec(t, dir, x, inner, shards)
 	}
+}
+
+// parseIndex is the index innerChunks keys a chunk by.
+func parseIndex(k string) []int {
+	var idx []int
+	for _, s := range strings.Split(k, ",") {
+		v, _ := strconv.Atoi(s)
+		idx = append(idx, v)
+	}
+	return idx
 }
 
 func slicesEqual(a, b []int) bool { return format.ShapeString(a) == format.ShapeString(b) }
@@ -229,13 +223,7 @@ func TestChunkWriterShardsReadByZarrita(t *testing.T) {
 	}
 	room := make([]byte, roomBytes)
 	for k, c := range innerChunks(x.data, x.h.Shape, inner, 4) {
-		var idx []int
-		for _, s := range strings.Split(k, ",") {
-			var v int
-			json.Unmarshal([]byte(s), &v)
-			idx = append(idx, v)
-		}
-		if err := put(idx, c, room); err != nil {
+		if err := put(parseIndex(k), c, room); err != nil {
 			t.Fatal(err)
 		}
 	}
