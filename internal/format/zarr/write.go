@@ -169,7 +169,8 @@ type storeWriter struct {
 // layout chooses an array's chunks and shards: --chunks, else the
 // input's when they fit the shape, else near targetChunk. A v3 output
 // given neither --chunks nor --zarr-shard keeps a sharded input's
-// sharding (inner, the inner chunks of shards inChunks).
+// sharding (inner, the inner chunks of shards inChunks); given
+// --zarr-shard alone, its inner chunks.
 func (sw *storeWriter) layout(m format.MemberSpec, opt format.WriteOptions, inChunks, inner []int) (*wArray, error) {
 	h := m.Header
 	if h.DataBytes() < 0 {
@@ -183,8 +184,11 @@ func (sw *storeWriter) layout(m format.MemberSpec, opt format.WriteOptions, inCh
 	if m.Name != "" {
 		a.prefix = m.Name + "/"
 	}
-	if opt.Chunks == nil && opt.Shards == nil && sw.version == 3 && keepsShards(h.Shape, inChunks, inner) {
-		opt.Chunks, opt.Shards, inChunks = inner, inChunks, nil
+	if opt.Chunks == nil && sw.version == 3 && keepsShards(h.Shape, inChunks, inner) {
+		if opt.Shards == nil {
+			opt.Chunks, opt.Shards = inner, inChunks
+		}
+		inChunks = inner // --zarr-shard alone: shards of the kept inner chunks
 	}
 	switch {
 	case opt.Chunks != nil:
