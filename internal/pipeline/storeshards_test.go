@@ -178,3 +178,54 @@ func TestShardedStoreChunkToChunk(t *testing.T) {
 		t.Error("the npy's sharded s2d holds other values")
 	}
 }
+
+// TestChunkRunByShard: groups ordered shard by shard come shard after
+// shard (each shard's groups together, so one shard is done before the
+// next is begun), every group kept once; in the operator's order the
+// shards of a row of the output alternate.
+func TestChunkRunByShard(t *testing.T) {
+	p, err := ops.NewPlan(ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}, []int{1, 4, 128, 128}, 4, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, shards := []int{1, 4, 8, 8}, []int{1, 16, 32, 32}
+	r, ok := newChunkRun(p, []int{1, 1, 16, 16}, inner)
+	if !ok {
+		t.Fatal("not run chunk to chunk")
+	}
+	shardOf := func(g runGroup) int {
+		idx := r.out.index(g.outs[0])
+		return (idx[2]*8/32)*2 + idx[3]*8/32
+	}
+	sequence := func() []int {
+		var s []int
+		for _, g := range r.groups {
+			s = append(s, shardOf(g))
+		}
+		return s
+	}
+	before := sequence()
+	if slices.IsSorted(before) {
+		t.Fatalf("the operator's order is shard by shard already (%v): the test needs one that is not", before)
+	}
+	runs := 0
+	for _, g := range r.groups {
+		runs += len(g.runs)
+	}
+	r.byShard(shards)
+	after := sequence()
+	if !slices.IsSorted(after) {
+		t.Errorf("groups by shard: %v", after)
+	}
+	slices.Sort(before)
+	if !slices.Equal(before, after) {
+		t.Errorf("groups changed: %v, want %v", after, before)
+	}
+	n := 0
+	for _, g := range r.groups {
+		n += len(g.runs)
+	}
+	if n != runs {
+		t.Errorf("%d runs after, %d before", n, runs)
+	}
+}

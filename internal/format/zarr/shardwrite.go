@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"os"
 	"slices"
 	"sync"
+
+	"github.com/depthspace/depthspace/internal/format"
+	fileio "github.com/depthspace/depthspace/internal/io"
 )
 
 // A sharded array is written an inner chunk at a time: each inner chunk,
@@ -24,7 +28,9 @@ import (
 // object not closed is dropped with the store when the store is aborted.
 // errors.ErrUnsupported says the store takes whole objects only (a
 // prefix of a place, whose Put sends one object in one request): the
-// shard's body is then held until its index is written.
+// shard is then spooled to a scratch file, and put from its mapping
+// once its index is written (the file's pages are the page cache, not
+// this process's memory).
 type objectStreamer interface {
 	Stream(key string) (io.WriteCloser, error)
 }
@@ -41,7 +47,7 @@ type shardAssembler struct {
 	mu   sync.Mutex
 	open map[int]*openShard // by flat shard index
 	done int                // shards completed
-	held int64              // bytes held: open shards' indexes and held bodies
+	held int64              // bytes held: the open shards' indexes
 	peak int64
 }
 
@@ -49,12 +55,11 @@ type shardAssembler struct {
 type openShard struct {
 	mu    sync.Mutex
 	key   string
-	w     io.WriteCloser // nil until the first inner chunk; unused when held
-	held  bool           // the store takes whole objects: body holds the shard
-	body  []byte
-	size  uint64 // bytes of the shard written so far
-	index []byte // 16 bytes an inner chunk; all ones: empty
-	left  int    // inner chunks still to come
+	w     io.WriteCloser // the object, or spool; nil until the first inner chunk
+	spool *os.File       // the store takes whole objects: the shard so far
+	size  uint64         // bytes of the shard written so far
+	index []byte         // 16 bytes an inner chunk; all ones: empty
+	left  int            // inner chunks still to come
 	err   error
 }
 
@@ -115,21 +120,16 @@ func (s *shardAssembler) add(idx []int, enc []byte) error {
 	if o.left == 0 || binary.LittleEndian.Uint64(o.index[16*q:]) != ^uint64(0) {
 		return fmt.Errorf("internal error: inner chunk %v of shard %s written twice", idx, o.key)
 	}
-	if o.w == nil && !o.held {
+	if o.w == nil {
 		o.err = o.start(s.sw.w)
 		if o.err != nil {
 			return o.err
 		}
 	}
-	if err := o.write(enc); err != nil {
+	if _, err := o.w.Write(enc); err != nil {
 		o.err = err
 		o.w.Close() // the object is dropped with the store
 		return err
-	}
-	if o.held {
-		s.mu.Lock()
-		s.hold(int64(len(enc)))
-		s.mu.Unlock()
 	}
 	binary.LittleEndian.PutUint64(o.index[16*q:], o.size)
 	binary.LittleEndian.PutUint64(o.index[16*q+8:], uint64(len(enc)))
@@ -143,11 +143,8 @@ func (s *shardAssembler) add(idx []int, enc []byte) error {
 	delete(s.open, flat)
 	s.done++
 	s.held -= int64(cap(o.index))
-	if o.held {
-		s.held -= int64(o.size)
-	}
 	s.mu.Unlock()
-	o.body, o.index = nil, nil
+	o.index = nil
 	return o.err
 }
 
@@ -157,47 +154,49 @@ func (s *shardAssembler) hold(n int64) {
 	s.peak = max(s.peak, s.held)
 }
 
-// start opens the shard's object, or finds that the store takes whole
-// objects only.
+// start opens the shard's object, or its spool where the store takes
+// whole objects only.
 func (o *openShard) start(w any) error {
-	st, ok := w.(objectStreamer)
-	if !ok {
-		o.held = true
-		return nil
+	if st, ok := w.(objectStreamer); ok {
+		sw, err := st.Stream(o.key)
+		if err == nil {
+			o.w = sw
+			return nil
+		}
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return err
+		}
 	}
-	sw, err := st.Stream(o.key)
-	if errors.Is(err, errors.ErrUnsupported) {
-		o.held = true
-		return nil
-	}
+	f, err := fileio.Scratch()
 	if err != nil {
-		return err
+		return fmt.Errorf("a scratch file for shard %s: %w", o.key, err)
 	}
-	o.w = sw
+	o.w, o.spool = f, f
 	return nil
 }
 
-func (o *openShard) write(b []byte) error {
-	if o.held {
-		o.body = append(o.body, b...)
-		return nil
-	}
-	_, err := o.w.Write(b)
-	return err
-}
-
 // finish writes the index, with its crc32c, at the shard's end (the
-// metadata's index_location) and completes the object.
-func (o *openShard) finish(w interface{ Put(string, []byte) error }) error {
+// metadata's index_location) and completes the object: closed, or put
+// from its spool.
+func (o *openShard) finish(w format.StoreWriter) error {
 	o.index = binary.LittleEndian.AppendUint32(o.index, crc32.Checksum(o.index, castagnoli))
-	if o.held {
-		return w.Put(o.key, append(o.body, o.index...))
-	}
 	if _, err := o.w.Write(o.index); err != nil {
 		o.w.Close()
 		return err
 	}
-	return o.w.Close()
+	if o.spool == nil {
+		return o.w.Close()
+	}
+	defer o.spool.Close()
+	data, unmap, err := fileio.MapScratch(o.spool, int64(o.size)+int64(len(o.index)))
+	if err != nil {
+		return fmt.Errorf("shard %s: mapping its scratch file: %w", o.key, err)
+	}
+	err = w.Put(o.key, data)
+	if uerr := unmap(); err == nil {
+		err = uerr
+	}
+	return err
 }
 
 // complete says whether every shard was written whole: a run that ended
