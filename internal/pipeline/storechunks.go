@@ -412,9 +412,12 @@ func newChunkRun(p *ops.Plan, inChunk, outChunk []int) (*chunkRun, bool) {
 // byShard orders the groups shard by shard, where the output chunks are
 // the inner chunks of shards of shape shards: a group goes with the shard
 // of its first output chunk, and the groups of one shard keep their
-// order. A shard is then done before the next is begun, and only the
-// shards being filled are open (each an object being written and its
-// index), whatever the operator's order of the output.
+// order. Where each group fills one shard (shards that span the rows the
+// runs write), a shard is then done before the next is begun, whatever
+// the operator's order of the output, and one shard at a time is open
+// (an object being written and its index). A group that fills several
+// (s2d DCR writes each input channel into every shard along the
+// channels) keeps them all open until their last group.
 func (r *chunkRun) byShard(shards []int) {
 	per := make([]int, len(shards))
 	for i := range per {

@@ -181,21 +181,26 @@ func TestShardedStoreChunkToChunk(t *testing.T) {
 
 // TestChunkRunByShard: groups ordered shard by shard come shard after
 // shard (each shard's groups together, so one shard is done before the
-// next is begun), every group kept once; in the operator's order the
-// shards of a row of the output alternate.
+// next is begun), every group kept once. In the operator's order they
+// do not: s2d CRD fills the output a channel chunk at a time, row band
+// after row band, and a shard spans two channel chunks.
 func TestChunkRunByShard(t *testing.T) {
-	p, err := ops.NewPlan(ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}, []int{1, 4, 128, 128}, 4, false)
+	p, err := ops.NewPlan(ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}, Order: ops.CRD}, []int{1, 4, 512, 1024}, 4, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	inner, shards := []int{1, 4, 8, 8}, []int{1, 16, 32, 32}
-	r, ok := newChunkRun(p, []int{1, 1, 16, 16}, inner)
+	inner, shards := []int{1, 4, 32, 512}, []int{1, 8, 64, 512}
+	r, ok := newChunkRun(p, []int{1, 1, 64, 1024}, inner)
 	if !ok {
 		t.Fatal("not run chunk to chunk")
 	}
 	shardOf := func(g runGroup) int {
-		idx := r.out.index(g.outs[0])
-		return (idx[2]*8/32)*2 + idx[3]*8/32
+		s := 0
+		for i, x := range r.out.index(g.outs[0]) {
+			per := shards[i] / inner[i]
+			s = s*((r.out.n[i]+per-1)/per) + x/per
+		}
+		return s
 	}
 	sequence := func() []int {
 		var s []int
