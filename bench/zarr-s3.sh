@@ -75,8 +75,9 @@ for c in range(16):  # a smooth field plus noise: compresses as measured data do
     z[0, c] = np.sin(x + c) * np.cos(y) + rng.standard_normal((4096, 4096), dtype=np.float32) * 0.01
 PY
 "$DS" convert --to zarr3 --chunks 1,1,512,512 --zarr-shard 1,4,4096,4096 "$T/in2.zarr" "$T/in3.zarr"
-# Up by s5cmd, byte for byte (a depthspace convert of a store to a store
-# keeps its shards' shape as chunks, not its sharding).
+# Up by s5cmd, byte for byte: the objects on the server are the local
+# store's (a depthspace convert of a store to a store keeps its sharding
+# too, but puts each 256 MiB shard in one request from a scratch copy).
 "$S5" --endpoint-url "$ENDPOINT" cp "$T/in3.zarr/" s3://src/in3.zarr/ >/dev/null
 "$S5" --endpoint-url "$ENDPOINT" cp "$T/in2.zarr/" s3://src/in2.zarr/ >/dev/null
 AWS_ENDPOINT_URL=$ENDPOINT "$DS" info s3://src/in3.zarr | grep -q '^  shards  *1,4,4096,4096$' ||

@@ -3,6 +3,7 @@ package fileio
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -73,26 +74,74 @@ func (o *DirOutput) Put(key string, data []byte) error {
 	if o.remote != nil {
 		return o.remote.Put(key, data)
 	}
-	p, err := (&Dir{name: o.staging}).path(key)
+	p, err := o.objectPath(key)
 	if err != nil {
 		return err
+	}
+	o.mu.Lock()
+	o.written += int64(len(data))
+	o.mu.Unlock()
+	return os.WriteFile(p, data, 0o644)
+}
+
+// objectPath is where key lies in the staging directory, its directory
+// made.
+func (o *DirOutput) objectPath(key string) (string, error) {
+	p, err := (&Dir{name: o.staging}).path(key)
+	if err != nil {
+		return "", err
 	}
 	dir := filepath.Dir(filepath.ToSlash(key))
 	if dir == "." {
 		dir = ""
 	}
 	o.mu.Lock()
+	defer o.mu.Unlock()
 	if !o.made[dir] {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			o.mu.Unlock()
-			return err
+			return "", err
 		}
 		o.made[dir] = true
 	}
-	o.written += int64(len(data))
-	o.mu.Unlock()
-	return os.WriteFile(p, data, 0o644)
+	return p, nil
 }
+
+// Stream starts the object key, written in order and complete at Close:
+// a file in the staging directory, so that an object too big to hold (a
+// Zarr shard) is written as it is made. One not closed goes with the
+// staging directory when the store is aborted. A prefix of a place says
+// errors.ErrUnsupported: it takes whole objects (Put), each sent in one
+// request.
+func (o *DirOutput) Stream(key string) (io.WriteCloser, error) {
+	if o.remote != nil {
+		return nil, errors.ErrUnsupported
+	}
+	p, err := o.objectPath(key)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &dirObject{o: o, f: f}, nil
+}
+
+// dirObject is an object of a store being written to its file.
+type dirObject struct {
+	o *DirOutput
+	f *os.File
+}
+
+func (w *dirObject) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.o.mu.Lock()
+	w.o.written += int64(n)
+	w.o.mu.Unlock()
+	return n, err
+}
+
+func (w *dirObject) Close() error { return w.f.Close() }
 
 // Written is the bytes of every object Put so far: the store's size.
 func (o *DirOutput) Written() int64 {

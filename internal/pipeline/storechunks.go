@@ -63,6 +63,18 @@ type chunkMeta interface {
 	WithChunks(name string, shape, chunks []int) any
 }
 
+// shardMeta is a chunkMeta whose format shards arrays (Zarr v3): an
+// array written as shards of inner chunks.
+type shardMeta interface {
+	WithShards(name string, shape, shards, inner []int) any
+}
+
+// shardedStore is a chunkedStore whose next array is sharded: its shard
+// shape (a multiple of OutputChunks, its inner chunks), or nil.
+type shardedStore interface {
+	OutputShards(name string) []int
+}
+
 // chunkedJob is what a member job computed by a plan gives a store
 // output to run it chunk to chunk.
 type chunkedJob struct {
@@ -110,6 +122,12 @@ const (
 // blocks' product). Then every output chunk is made from at most the
 // blocks' product of input chunks, and holds as many bytes as one. meta
 // as it is otherwise, and the writer chooses chunks near 16 MiB.
+//
+// A sharded input (its chunks the shards, its reader's ChunkShape the
+// inner chunks) keeps its sharding by the same rule: shards and inner
+// chunks both through the operator when it takes both, both as they are
+// when the job keeps the shape. Otherwise its shards are kept as chunks,
+// by the rule above.
 func keptChunks(meta any, jobs []MemberJob) any {
 	for _, j := range jobs {
 		m, ok := meta.(chunkMeta)
@@ -120,6 +138,20 @@ func keptChunks(meta any, jobs []MemberJob) any {
 		shape, chunks := m.ChunksOf(c.t.Name)
 		if chunks == nil || !slices.Equal(shape, c.t.Shape) {
 			continue
+		}
+		if sm, ok := meta.(shardMeta); ok {
+			if arr, ok := c.t.lazy.(chunkedArray); ok && !slices.Equal(arr.ChunkShape(), chunks) {
+				inner := arr.ChunkShape()
+				if slices.Equal(c.plan.In, c.plan.Out) {
+					meta = sm.WithShards(j.Name, shape, chunks, inner)
+					continue
+				}
+				outShards, outInner := operatorChunks(c.plan, chunks), operatorChunks(c.plan, inner)
+				if outShards != nil && outInner != nil {
+					meta = sm.WithShards(j.Name, c.plan.Out, outShards, outInner)
+					continue
+				}
+			}
 		}
 		if out := operatorChunks(c.plan, chunks); out != nil {
 			meta = m.WithChunks(j.Name, c.plan.Out, out)
@@ -166,6 +198,11 @@ func (w *writing) byChunks(j *MemberJob, mw format.MemberWriter) (done bool, err
 	r, ok := newChunkRun(c.plan, arr.ChunkShape(), outChunks)
 	if !ok {
 		return false, nil
+	}
+	if ss, ok := mw.(shardedStore); ok {
+		if shards := ss.OutputShards(j.Name); shards != nil {
+			r.byShard(shards)
+		}
 	}
 	put, roomBytes, err := cs.ChunkWriter(j.Name, j.Header)
 	if err != nil {
@@ -370,6 +407,41 @@ func newChunkRun(p *ops.Plan, inChunk, outChunk []int) (*chunkRun, bool) {
 		}
 	}
 	return r, true
+}
+
+// byShard orders the groups shard by shard, where the output chunks are
+// the inner chunks of shards of shape shards: a group goes with the shard
+// of its first output chunk, and the groups of one shard keep their
+// order. Where each group fills one shard (shards that span the rows the
+// runs write), a shard is then done before the next is begun, whatever
+// the operator's order of the output, and one shard at a time is open
+// (an object being written and its index). A group that fills several
+// (s2d DCR writes each input channel into every shard along the
+// channels) keeps them all open until their last group.
+func (r *chunkRun) byShard(shards []int) {
+	per := make([]int, len(shards))
+	for i := range per {
+		per[i] = max(1, shards[i]/r.out.chunk[i])
+	}
+	shardOf := func(id int) int {
+		s := 0
+		for i, x := range r.out.index(id) {
+			s = s*((r.out.n[i]+per[i]-1)/per[i]) + x/per[i]
+		}
+		return s
+	}
+	type keyed struct {
+		shard int
+		g     runGroup
+	}
+	gs := make([]keyed, len(r.groups))
+	for i, g := range r.groups {
+		gs[i] = keyed{shardOf(g.outs[0]), g}
+	}
+	slices.SortStableFunc(gs, func(a, b keyed) int { return a.shard - b.shard })
+	for i := range gs {
+		r.groups[i] = gs[i].g
+	}
 }
 
 // bufferSet hands out buffers of one size, reused within a job and

@@ -65,15 +65,15 @@ func (m *Meta) WithChunks(name string, shape, chunks []int) any {
 }
 
 // OutputChunks is the chunk shape the next array will be written in when
-// it is written a whole chunk at a time (one chunk per key), or nil when
-// it takes its bytes in order only (sharded: a shard's inner chunks are
-// written together).
+// it is written a whole chunk at a time (one chunk per key, or one inner
+// chunk of a shard), or nil when it takes its bytes in order only (an
+// array of rank 0).
 func (sw *storeWriter) OutputChunks(name string) []int {
 	if sw.next >= len(sw.arrays) || sw.arrays[sw.next].name != name {
 		return nil
 	}
 	a := sw.arrays[sw.next]
-	if a.shards != nil || len(a.h.Shape) == 0 {
+	if len(a.h.Shape) == 0 {
 		return nil
 	}
 	return slices.Clone(a.chunks)
@@ -84,7 +84,9 @@ func (sw *storeWriter) OutputChunks(name string) []int {
 // its C-order bytes (a whole chunk, an edge chunk padded with the fill
 // value), encoding into room where the codec can when room has
 // roomBytes of capacity. put is safe from several goroutines, each with
-// its own room.
+// its own room. In a sharded array a chunk is an inner chunk, idx its
+// index in the grid of inner chunks, and it goes to its shard's object
+// as soon as it is encoded (shardAssembler).
 //
 // The caller's room, reused from one put to the next: the store's Put
 // has written the bytes (a directory's file) or copied them by the time
@@ -98,6 +100,17 @@ func (sw *storeWriter) ChunkWriter(name string, h format.Header) (put func(idx [
 	sw.next++
 	s := &slabWriter{sw: sw, a: a} // for its key
 	bound := blosc.FrameBound(prodInts(a.chunks)*a.h.DType.Size, a.h.DType.Size)
+	if a.shards != nil {
+		asm := newShardAssembler(sw, a, func(idx []int) string { return a.prefix + s.key(idx) })
+		sw.assemblers = append(sw.assemblers, asm)
+		return func(idx []int, chunk, room []byte) error {
+			enc, err := sw.encodeChunkInto(room[:0], chunk, a.h.DType.Size)
+			if err != nil {
+				return err
+			}
+			return asm.add(idx, enc)
+		}, bound, nil
+	}
 	return func(idx []int, chunk, room []byte) error {
 		enc, err := sw.encodeChunkInto(room[:0], chunk, a.h.DType.Size)
 		if err != nil {

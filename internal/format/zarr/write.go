@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"path"
 	"runtime"
@@ -37,14 +36,19 @@ var codecNames = []string{"blosc-lz4-shuffle", "blosc-lz4", "zstd", "gzip", "zli
 func CodecNames() []string { return slices.Clone(codecNames) }
 
 // chunksOf is the input's chunk shape of an array whose shape the job
-// kept (convert, a member copied through), so that an output of the same
-// format chunks it the same way; nil otherwise.
-func chunksOf(meta any, name string, shape []int) []int {
+// kept (convert, a member copied through), or the one an operator keeps
+// (keptMeta), so that an output of the same format chunks it the same
+// way; nil otherwise. inner is the inner chunk shape when the array is
+// kept sharded (chunks is then the shard shape), else nil.
+func chunksOf(meta any, name string, shape []int) (chunks, inner []int) {
+	if k, ok := meta.(*keptMeta); ok {
+		meta, inner = k.Meta, k.Inner[name]
+	}
 	m, ok := meta.(*Meta)
 	if !ok || m.Chunks == nil || !slices.Equal(m.Shapes[name], shape) {
-		return nil
+		return nil, nil
 	}
-	return m.Chunks[name]
+	return m.Chunks[name], inner
 }
 
 // creator makes a store writer of one version.
@@ -75,7 +79,8 @@ func creator(version int) func(w format.StoreWriter, members []format.MemberSpec
 					return nil, err
 				}
 			}
-			a, err := sw.layout(m, opt, chunksOf(meta, m.Name, m.Header.Shape))
+			chunks, inner := chunksOf(meta, m.Name, m.Header.Shape)
+			a, err := sw.layout(m, opt, chunks, inner)
 			if err != nil {
 				if m.Name != "" {
 					return nil, fmt.Errorf("member %q: %w", m.Name, err)
@@ -156,11 +161,17 @@ type storeWriter struct {
 	threads int
 	arrays  []*wArray
 	next    int
+	// assemblers are the sharded arrays' shard builders, checked whole
+	// at Close.
+	assemblers []*shardAssembler
 }
 
 // layout chooses an array's chunks and shards: --chunks, else the
-// input's when they fit the shape, else near targetChunk.
-func (sw *storeWriter) layout(m format.MemberSpec, opt format.WriteOptions, inChunks []int) (*wArray, error) {
+// input's when they fit the shape, else near targetChunk. A v3 output
+// given neither --chunks nor --zarr-shard keeps a sharded input's
+// sharding (inner, the inner chunks of shards inChunks); given
+// --zarr-shard alone, its inner chunks.
+func (sw *storeWriter) layout(m format.MemberSpec, opt format.WriteOptions, inChunks, inner []int) (*wArray, error) {
 	h := m.Header
 	if h.DataBytes() < 0 {
 		return nil, errors.New("tensor is too large")
@@ -172,6 +183,12 @@ func (sw *storeWriter) layout(m format.MemberSpec, opt format.WriteOptions, inCh
 	a := &wArray{name: m.Name, h: h, fill: make([]byte, h.DType.Size)}
 	if m.Name != "" {
 		a.prefix = m.Name + "/"
+	}
+	if opt.Chunks == nil && sw.version == 3 && keepsShards(h.Shape, inChunks, inner) {
+		if opt.Shards == nil {
+			opt.Chunks, opt.Shards = inner, inChunks
+		}
+		inChunks = inner // --zarr-shard alone: shards of the kept inner chunks
 	}
 	switch {
 	case opt.Chunks != nil:
@@ -283,6 +300,11 @@ func (sw *storeWriter) Member(name string, h format.Header) (io.Writer, error) {
 // Close writes the metadata: each array's, then the groups', so that a
 // reader that finds metadata finds its chunks.
 func (sw *storeWriter) Close() error {
+	for _, s := range sw.assemblers {
+		if err := s.complete(); err != nil {
+			return err
+		}
+	}
 	groups := map[string]bool{}
 	for _, a := range sw.arrays {
 		if a.name != "" {
@@ -469,7 +491,10 @@ func (sw *storeWriter) encodeChunkInto(room, b []byte, typesize int) ([]byte, er
 		}
 		return blosc.EncodeLZ4(b, typesize, mode)
 	case "zstd":
-		return zstdEncoder.EncodeAll(b, make([]byte, 0, len(b)/2+64)), nil
+		if room == nil {
+			room = make([]byte, 0, len(b)/2+64)
+		}
+		return zstdEncoder.EncodeAll(b, room), nil
 	case "gzip", "zlib":
 		var out bytes.Buffer
 		var w io.WriteCloser
@@ -540,6 +565,7 @@ type slabWriter struct {
 	filled   int
 	prefix   int // the slab's index on the axes before m, flat
 	row0     int // the slab's first row on axis m
+	shards   *shardAssembler
 }
 
 func newSlabWriter(sw *storeWriter, a *wArray) *slabWriter {
@@ -551,6 +577,10 @@ func newSlabWriter(sw *storeWriter, a *wArray) *slabWriter {
 	}
 	s := &slabWriter{sw: sw, a: a, shape: shape, m: m, rowBytes: rowBytes}
 	s.slab = make([]byte, int64(s.rows())*rowBytes)
+	if a.shards != nil {
+		s.shards = newShardAssembler(sw, a, func(idx []int) string { return a.prefix + s.key(idx) })
+		sw.assemblers = append(sw.assemblers, s.shards)
+	}
 	return s
 }
 
@@ -715,20 +745,17 @@ func (s *slabWriter) putUnit(idx []int, rows int) error {
 	for i := range per {
 		per[i] = unit[i] / a.chunks[i]
 	}
-	n := prodInts(per)
-	index := make([]byte, 16*n, 16*n+4)
-	var body []byte
-	for q := range n {
+	inner := make([]int, len(idx))
+	for q := range prodInts(per) {
 		qidx := unravelInts(q, per)
 		io := make([]int, len(qidx))
 		inside := true
 		for i := range qidx {
 			io[i] = origin[i] + qidx[i]*a.chunks[i]
+			inner[i] = idx[i]*per[i] + qidx[i]
 			inside = inside && io[i] < s.shape[i]
 		}
-		if !inside { // wholly past the array: empty
-			binary.LittleEndian.PutUint64(index[16*q:], ^uint64(0))
-			binary.LittleEndian.PutUint64(index[16*q+8:], ^uint64(0))
+		if !inside { // wholly past the array: absent from the shard
 			continue
 		}
 		s.extract(chunk, io, a.chunks, rows)
@@ -736,12 +763,11 @@ func (s *slabWriter) putUnit(idx []int, rows int) error {
 		if err != nil {
 			return err
 		}
-		binary.LittleEndian.PutUint64(index[16*q:], uint64(len(body)))
-		binary.LittleEndian.PutUint64(index[16*q+8:], uint64(len(enc)))
-		body = append(body, enc...)
+		if err := s.shards.add(inner, enc); err != nil {
+			return err
+		}
 	}
-	index = binary.LittleEndian.AppendUint32(index, crc32.Checksum(index, castagnoli))
-	return s.sw.w.Put(key, append(body, index...))
+	return nil
 }
 
 func (s *slabWriter) key(idx []int) string {
