@@ -21,14 +21,15 @@ depthspace command, and each depthspace line ends with its ratios to
 that build's (the median of the per-round ratios).
 --floor adds, to the tiny jobs, bench/tinyfloor (built here): the
 system calls a batch makes for each file and nothing else, reading
-only, writing only, and both (at -j 1 and -j 2), each beside `cp -r`:
-what the kernel costs a tool that reads each file and writes it again.
+only, writing only, and both (at -j 1 and -j 2), and depthspace at -j 1,
+each beside `cp -r`: what the kernel costs a tool that reads each file
+and writes it again, and what depthspace adds to that.
 
 Every command runs once per round, in turn, its output removed after it
 (not timed), so that the scratch directory holds the input and one output
 at a time (tiny1m: 8 GiB of tmpfs). Printed per command: median wall
-seconds (min-max), median CPU seconds (user + system, from wait4), peak
-RSS (GNU time), and the median of
+seconds (min-max), median CPU seconds (user + system, from wait4) and of
+user seconds, peak RSS (GNU time), and the median of
 the per-round ratios of wall and CPU to the peer (`cp -r`, `cp`, or for
 the -j 2 run the -j 1 run). The first round checks a sample of outputs
 against numpy.
@@ -48,7 +49,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run(cmd):
-    """(wall, cpu, peak MiB) of one command. The CPU is what wait4 gives
+    """(wall, cpu, peak MiB, user) of one command. The CPU is what wait4 gives
     for GNU time and the command it waits for, to the microsecond (GNU
     time itself prints hundredths; its own share, about a millisecond,
     is in every figure alike); the peak is GNU time's, of the command
@@ -62,7 +63,7 @@ def run(cmd):
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         sys.exit(f"{' '.join(cmd)} failed ({code}): {err}")
-    return wall, ru.ru_utime + ru.ru_stime, int(err.strip().splitlines()[-1]) / 1024
+    return wall, ru.ru_utime + ru.ru_stime, int(err.strip().splitlines()[-1]) / 1024, ru.ru_utime
 
 
 def remove(path):
@@ -138,6 +139,7 @@ def main():
                     cmds[name] = (S("out-" + name), [b, "s2d", "-b", "2", "--out-dir", S("out-" + name), S("in")])
                 cmds["cp -r"] = (S("cp"), ["cp", "-r", S("in"), S("cp")])
                 if a.floor:
+                    cmds["depthspace -j 1"] = (S("out-j1"), [bin_, "s2d", "-b", "2", "-j", "1", "--out-dir", S("out-j1"), S("in")])
                     for mode, j in (("read", "1"), ("write", "1"), ("copy", "1"), ("copy", "2")):
                         cmds[f"floor {mode} -j {j}"] = (S("floor"), [floor, "-j", j, mode, S("in"), S("floor")])
                 peer = {k: "cp -r" for k in cmds}
@@ -168,7 +170,7 @@ def main():
                 rw = statistics.median(x[0] / p[0] for x, p in zip(v, pr))
                 rc = statistics.median(x[1] / max(p[1], 0.005) for x, p in zip(v, pr))
                 line = (f"  {k:22s} {statistics.median(walls):7.3f} s ({min(walls):.3f}-{max(walls):.3f})"
-                        f"  cpu {statistics.median(cpus):6.4f} s  peak {max(x[2] for x in v):6.1f} MiB"
+                        f"  cpu {statistics.median(cpus):6.4f} s (user {statistics.median(x[3] for x in v):.4f})  peak {max(x[2] for x in v):6.1f} MiB"
                         f"  wall x{rw:.2f} cpu x{rc:.2f} {peer[k]}")
                 base = k.replace("depthspace", "baseline", 1)
                 if k.startswith("depthspace") and base in res:
