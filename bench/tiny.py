@@ -21,7 +21,8 @@ depthspace command, and each depthspace line ends with its ratios to
 that build's (the median of the per-round ratios).
 --floor adds, to the tiny jobs, bench/tinyfloor (built here): the
 system calls a batch makes for each file and nothing else, reading
-only, writing only, and both (at -j 1 and -j 2), and depthspace at -j 1,
+only, writing only, and both (at -j 1 and -j 2, and at -j 2 with whole
+directories dealt to the goroutines), and depthspace at -j 1,
 each beside `cp -r`: what the kernel costs a tool that reads each file
 and writes it again, and what depthspace adds to that.
 
@@ -142,6 +143,7 @@ def main():
                     cmds["depthspace -j 1"] = (S("out-j1"), [bin_, "s2d", "-b", "2", "-j", "1", "--out-dir", S("out-j1"), S("in")])
                     for mode, j in (("read", "1"), ("write", "1"), ("copy", "1"), ("copy", "2")):
                         cmds[f"floor {mode} -j {j}"] = (S("floor"), [floor, "-j", j, mode, S("in"), S("floor")])
+                    cmds["floor copy -j 2 -dirs"] = (S("floor"), [floor, "-j", "2", "-dirs", "copy", S("in"), S("floor")])
                 peer = {k: "cp -r" for k in cmds}
             elif job == "big":
                 x = np.lib.format.open_memmap(S("big.npy"), mode="w+", dtype=np.float32, shape=(4, 64, 1024, 1024))

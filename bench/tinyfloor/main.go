@@ -10,12 +10,14 @@
 // depthspace adds to it are told apart (docs/performance.md, many tiny
 // files).
 //
-//	tinyfloor [-j N] read|write|copy SRC DST
+//	tinyfloor [-j N] [-dirs] read|write|copy SRC DST
 //
 // read does the input's calls only; write the output's, of a buffer as
 // large as the file (and the input's open, fstat and close, not its
 // read); copy both. With -j N, N goroutines take the files in the walk's
-// order, each the next one not taken, as a batch's workers do.
+// order, each the next one not taken, as a batch's workers do; with
+// -dirs, each the next directory's files, so that no two write into
+// one directory at once.
 package main
 
 import (
@@ -32,6 +34,7 @@ import (
 
 func main() {
 	jobs := flag.Int("j", 1, "goroutines")
+	dirs := flag.Bool("dirs", false, "deal whole directories, not files")
 	flag.Parse()
 	if flag.NArg() != 3 {
 		fmt.Fprintln(os.Stderr, "usage: tinyfloor [-j N] read|write|copy SRC DST")
@@ -60,20 +63,32 @@ func main() {
 		fail(err)
 	}
 	sort.Strings(files)
+	// Each goroutine takes the next share: a file, or with -dirs the
+	// files of a directory.
+	var shares [][]string
+	for i, f := range files {
+		if *dirs && i > 0 && filepath.Dir(f) == filepath.Dir(files[i-1]) {
+			shares[len(shares)-1] = append(shares[len(shares)-1], f)
+		} else {
+			shares = append(shares, []string{f})
+		}
+	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range max(1, *jobs) {
-		wg.Go(func() { work(mode, src, dst, files, &next) })
+		wg.Go(func() { work(mode, src, dst, shares, &next) })
 	}
 	wg.Wait()
 }
 
-// work copies the files not yet taken, one at a time, in order.
-func work(mode, src, dst string, files []string, next *atomic.Int64) {
+// work copies the shares not yet taken, one at a time, in order.
+func work(mode, src, dst string, shares [][]string, next *atomic.Int64) {
 	buf := make([]byte, 1<<20)
-	for i := next.Add(1) - 1; i < int64(len(files)); i = next.Add(1) - 1 {
-		if err := one(mode, filepath.Join(src, files[i]), filepath.Join(dst, files[i]), &buf); err != nil {
-			fail(err)
+	for i := next.Add(1) - 1; i < int64(len(shares)); i = next.Add(1) - 1 {
+		for _, f := range shares[i] {
+			if err := one(mode, filepath.Join(src, f), filepath.Join(dst, f), &buf); err != nil {
+				fail(err)
+			}
 		}
 	}
 }
