@@ -1,7 +1,7 @@
 """Many tiny files, and one big file on every core, beside the copy tool.
 
   /usr/bin/python3 bench/tiny.py [--rounds N] [--only tiny5000,tiny100k,tiny1m,big]
-      [--scratch DIR] [--baseline BIN]
+      [--scratch DIR] [--baseline BIN] [--floor]
 
 Jobs (seeded data in a scratch directory under DIR, removed at the end;
 give a tmpfs such as /dev/shm, or a directory on the disk):
@@ -19,11 +19,18 @@ give a tmpfs such as /dev/shm, or a directory on the disk):
 --baseline BIN adds BIN (another build of depthspace) running each
 depthspace command, and each depthspace line ends with its ratios to
 that build's (the median of the per-round ratios).
+--floor adds, to the tiny jobs, bench/tinyfloor (built here): the
+system calls a batch makes for each file and nothing else, reading
+only, writing only, and both (at -j 1 and -j 2, and at -j 2 with whole
+directories dealt to the goroutines), and depthspace at -j 1,
+each beside `cp -r`: what the kernel costs a tool that reads each file
+and writes it again, and what depthspace adds to that.
 
 Every command runs once per round, in turn, its output removed after it
 (not timed), so that the scratch directory holds the input and one output
 at a time (tiny1m: 8 GiB of tmpfs). Printed per command: median wall
-seconds (min-max), median CPU seconds (user + system, GNU time), peak RSS, and the median of
+seconds (min-max), median CPU seconds (user + system, from wait4) and of
+user seconds, peak RSS (GNU time), and the median of
 the per-round ratios of wall and CPU to the peer (`cp -r`, `cp`, or for
 the -j 2 run the -j 1 run). The first round checks a sample of outputs
 against numpy.
@@ -35,6 +42,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -42,12 +50,21 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run(cmd):
-    """(wall, cpu, peak MiB) of one command, from GNU time."""
-    p = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M"] + cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr}")
-    wall, user, sys_, rss = p.stderr.strip().splitlines()[-1].split()
-    return float(wall), float(user) + float(sys_), int(rss) / 1024
+    """(wall, cpu, peak MiB, user) of one command. The CPU is what wait4 gives
+    for GNU time and the command it waits for, to the microsecond (GNU
+    time itself prints hundredths; its own share, about a millisecond,
+    is in every figure alike); the peak is GNU time's, of the command
+    alone (a child of this process would count this process's memory
+    before its exec)."""
+    start = time.monotonic()
+    p = subprocess.Popen(["/usr/bin/time", "-f", "%M"] + cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = p.stderr.read().decode(errors="replace")
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.monotonic() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({code}): {err}")
+    return wall, ru.ru_utime + ru.ru_stime, int(err.strip().splitlines()[-1]) / 1024, ru.ru_utime
 
 
 def remove(path):
@@ -95,6 +112,7 @@ def main():
     ap.add_argument("--only", default="tiny5000,big")
     ap.add_argument("--scratch", default=None)
     ap.add_argument("--baseline", default=None)
+    ap.add_argument("--floor", action="store_true")
     a = ap.parse_args()
     scratch = tempfile.mkdtemp(prefix="depthspace-tiny-", dir=a.scratch)
     try:
@@ -102,6 +120,10 @@ def main():
         subprocess.run(["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin_, "./cmd/depthspace"],
                        cwd=ROOT, env=dict(os.environ, CGO_ENABLED="0"), check=True)
         S = lambda *p: os.path.join(scratch, *p)  # noqa: E731
+        floor = S("tinyfloor")
+        if a.floor:
+            subprocess.run(["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", floor, "./bench/tinyfloor"],
+                           cwd=ROOT, env=dict(os.environ, CGO_ENABLED="0"), check=True)
         rng = np.random.default_rng(36)
         builds = [("depthspace", bin_)] + ([("baseline", a.baseline)] if a.baseline else [])
         jobs = {}
@@ -117,6 +139,11 @@ def main():
                 for name, b in builds:
                     cmds[name] = (S("out-" + name), [b, "s2d", "-b", "2", "--out-dir", S("out-" + name), S("in")])
                 cmds["cp -r"] = (S("cp"), ["cp", "-r", S("in"), S("cp")])
+                if a.floor:
+                    cmds["depthspace -j 1"] = (S("out-j1"), [bin_, "s2d", "-b", "2", "-j", "1", "--out-dir", S("out-j1"), S("in")])
+                    for mode, j in (("read", "1"), ("write", "1"), ("copy", "1"), ("copy", "2")):
+                        cmds[f"floor {mode} -j {j}"] = (S("floor"), [floor, "-j", j, mode, S("in"), S("floor")])
+                    cmds["floor copy -j 2 -dirs"] = (S("floor"), [floor, "-j", "2", "-dirs", "copy", S("in"), S("floor")])
                 peer = {k: "cp -r" for k in cmds}
             elif job == "big":
                 x = np.lib.format.open_memmap(S("big.npy"), mode="w+", dtype=np.float32, shape=(4, 64, 1024, 1024))
@@ -145,7 +172,7 @@ def main():
                 rw = statistics.median(x[0] / p[0] for x, p in zip(v, pr))
                 rc = statistics.median(x[1] / max(p[1], 0.005) for x, p in zip(v, pr))
                 line = (f"  {k:22s} {statistics.median(walls):7.3f} s ({min(walls):.3f}-{max(walls):.3f})"
-                        f"  cpu {statistics.median(cpus):6.3f} s  peak {max(x[2] for x in v):6.1f} MiB"
+                        f"  cpu {statistics.median(cpus):6.4f} s (user {statistics.median(x[3] for x in v):.4f})  peak {max(x[2] for x in v):6.1f} MiB"
                         f"  wall x{rw:.2f} cpu x{rc:.2f} {peer[k]}")
                 base = k.replace("depthspace", "baseline", 1)
                 if k.startswith("depthspace") and base in res:
