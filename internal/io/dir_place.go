@@ -65,6 +65,25 @@ func openPlaceDir(name string) (*Dir, bool) {
 	return &Dir{name: name, remote: sp, url: DirURL(name)}, true
 }
 
+// unlistable is err, the error of a prefix named as a tensor input,
+// unless the prefix cannot be listed at all (its bucket is missing, the
+// credentials are refused): then the server's answer, the one line a
+// name without the final "/" gets from its GET. A prefix form is opened
+// as a store first (openPlaceDir), whose metadata HEADs fail alike and
+// only say it is none.
+func unlistable(p Place, name string, err error) error {
+	if dir, perr := p.Parse(name); perr != nil || !dir || Ready(p) != nil {
+		return err
+	}
+	for _, lerr := range p.List(name) {
+		if lerr != nil {
+			return lerr
+		}
+		break
+	}
+	return err
+}
+
 // MayBeStore says whether an object's name may name a store: false for a
 // name with the extension of a format that is a file. Set by the walk,
 // which knows the formats; nil, every name may.
