@@ -352,7 +352,10 @@ func TestPlaceOutputMarker(t *testing.T) {
 		Host    string `json:"host"`
 		PID     int    `json:"pid"`
 	}
-	if err := json.Unmarshal(memPlace.objects["mem://b/s.zarr/"+WritingMarker], &mark); err != nil || mark.Started == "" || mark.PID != os.Getpid() {
+	memPlace.mu.Lock() // chunk PUTs may be under way
+	text := memPlace.objects["mem://b/s.zarr/"+WritingMarker]
+	memPlace.mu.Unlock()
+	if err := json.Unmarshal(text, &mark); err != nil || mark.Started == "" || mark.PID != os.Getpid() {
 		t.Errorf("marker %+v, %v", mark, err)
 	}
 	if err := o.Put("meta", []byte("m")); err != nil {
