@@ -3,6 +3,7 @@ package fileio
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // A store of objects under a prefix of a place (a Zarr store at
@@ -61,6 +63,25 @@ func openPlaceDir(name string) (*Dir, bool) {
 		return nil, false
 	}
 	return &Dir{name: name, remote: sp, url: DirURL(name)}, true
+}
+
+// unlistable is err, the error of a prefix named as a tensor input,
+// unless the prefix cannot be listed at all (its bucket is missing, the
+// credentials are refused): then the server's answer, the one line a
+// name without the final "/" gets from its GET. A prefix form is opened
+// as a store first (openPlaceDir), whose metadata HEADs fail alike and
+// only say it is none.
+func unlistable(p Place, name string, err error) error {
+	if dir, perr := p.Parse(name); perr != nil || !dir || Ready(p) != nil {
+		return err
+	}
+	for _, lerr := range p.List(name) {
+		if lerr != nil {
+			return lerr
+		}
+		break
+	}
+	return err
 }
 
 // MayBeStore says whether an object's name may name a store: false for a
@@ -131,6 +152,34 @@ func (d *Dir) listRemote(dir string) ([]string, error) {
 	return names, readError(dir, err)
 }
 
+// WalkObjects calls fn with every object below the directory dir ("" is
+// the root; else it ends in "/"), its key from the store's root and its
+// size, from a place's listing: one request per page of keys (1,000 on
+// S3), where asking each key's size is a round trip apiece. A local
+// directory gives errors.ErrUnsupported: a stat is no round trip, and
+// its callers ask each key as before.
+func (d *Dir) WalkObjects(dir string, fn func(key string, size int64) error) error {
+	if d.remote == nil {
+		return errors.ErrUnsupported
+	}
+	name := d.url
+	if dir != "" {
+		var err error
+		if name, err = d.remoteKey(dir); err != nil {
+			return err
+		}
+	}
+	for e, err := range PlaceOf(d.url).List(name) {
+		if err != nil {
+			return readError(dir, err)
+		}
+		if err := fn(dir+e.Rel, e.Size); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ReadBounded reads the object key whole if it holds at most limit
 // bytes, else an error naming its size: for an object of a place, one
 // request (no HEAD before the GET).
@@ -165,13 +214,14 @@ func (d *Dir) InFlight() int {
 
 // placeOutput is a store being written under a prefix of a place. A
 // place has no rename, so the store cannot be built aside and moved in:
-// its data objects are put as they come (up to --io-jobs at once), and
-// the objects that make it a store (its metadata: last says which) are
-// held until Commit and put then, deepest first and the root's last, so
-// that a reader never finds an array whose chunks are still coming.
-// Then the objects of a store that was there before and that the new
-// one does not have are deleted. Abort, a failure or a signal before
-// the root's metadata is put deletes every object this run put.
+// WritingMarker is put first, then its data objects as they come (up to
+// --io-jobs at once), and the objects that make it a store (its
+// metadata: last says which) are held until Commit and put then,
+// deepest first and the root's last, so that a reader never finds an
+// array whose chunks are still coming. Then the marker, and the objects
+// of a store that was there before and that the new one does not have,
+// are deleted. Abort, a failure or a signal before the root's metadata
+// is put deletes every object this run put, the marker last.
 type placeOutput struct {
 	sp     StorePlace
 	url    string // the prefix, with its final "/"
@@ -180,18 +230,20 @@ type placeOutput struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu       sync.Mutex
-	cond     *sync.Cond
-	inFlight int   // puts under way
-	bytes    int64 // their bytes
-	err      error // the first failure
-	put      []string
-	held     map[string][]byte
-	written  int64
-	replaces bool // objects were under the prefix at the start
-	cleared  bool // the old store's metadata is deleted: it is gone
-	wasStore bool // what was there is a store (else chunks a killed run left)
-	done     bool // the root's metadata is put: the store is there
+	mu        sync.Mutex
+	cond      *sync.Cond
+	inFlight  int   // puts under way
+	bytes     int64 // their bytes
+	err       error // the first failure
+	put       []string
+	held      map[string][]byte
+	written   int64
+	replaces  bool // objects were under the prefix at the start
+	hadMarker bool // among them WritingMarker: an interrupted run's leftovers
+	marked    bool // this run has put WritingMarker
+	cleared   bool // the old store's metadata is deleted: it is gone
+	wasStore  bool // what was there is a store (else what a killed run left)
+	done      bool // the root's metadata is put: the store is there
 
 	aborting    sync.Once
 	interrupted atomic.Bool // a signal: the process exits when abort is done
@@ -205,6 +257,10 @@ const putBudget = 64 << 20
 // signal deletes (removeStaging).
 var remoteOutputs sync.Map
 
+// createPlaceDir starts a store under the prefix name: an empty one, one
+// holding a store that claims takes for the output's format (replaced),
+// or one holding WritingMarker (a stopped run's leftovers, replaced);
+// any other prefix holding objects is refused, naming one of them.
 func createPlaceDir(name string, claims func(*Dir) bool, last func(string) bool) (*DirOutput, error) {
 	p := PlaceOf(name)
 	sp, ok := p.(StorePlace)
@@ -225,13 +281,22 @@ func createPlaceDir(name string, claims func(*Dir) bool, last func(string) bool)
 			return nil, errors.New("is an object: a store is not written over one")
 		}
 	}
-	replaces, leftovers := false, true
+	// What is there: nothing, a store of the output's format (claims),
+	// or what an interrupted run of ours left (its marker, which sorts
+	// before every key a store holds but a few punctuation-led ones:
+	// the listing stops at the first key past it). Anything else is
+	// someone else's, and never written over.
+	replaces, hadMarker := false, false
+	var found string
 	for e, err := range p.List(url) {
 		if err != nil {
 			return nil, err
 		}
-		replaces = true
-		if leftovers = chunkShaped(e.Rel) && (last == nil || !last(e.Rel)); !leftovers {
+		if !replaces {
+			replaces, found = true, e.Rel
+		}
+		if e.Rel >= WritingMarker {
+			hadMarker = e.Rel == WritingMarker
 			break
 		}
 	}
@@ -239,13 +304,13 @@ func createPlaceDir(name string, claims func(*Dir) bool, last func(string) bool)
 	if replaces {
 		d := &Dir{name: url, remote: sp, url: url}
 		wasStore = claims != nil && claims(d)
-		if !wasStore && !leftovers {
-			return nil, errors.New("is a prefix holding objects that are not a store of the output's format: not replaced")
+		if !wasStore && !hadMarker {
+			return nil, fmt.Errorf("is a prefix holding objects that are not a store of the output's format (%q among them): not replaced", found)
 		}
 	}
 	HandleSignals()
 	ctx, cancel := context.WithCancel(context.Background())
-	o := &placeOutput{sp: sp, url: url, last: last, p: p, ctx: ctx, cancel: cancel, held: map[string][]byte{}, replaces: replaces, wasStore: wasStore}
+	o := &placeOutput{sp: sp, url: url, last: last, p: p, ctx: ctx, cancel: cancel, held: map[string][]byte{}, replaces: replaces, wasStore: wasStore, hadMarker: hadMarker}
 	o.cond = sync.NewCond(&o.mu)
 	remoteOutputs.Store(o, true)
 	return &DirOutput{name: name, remote: o}, nil
@@ -275,6 +340,10 @@ func (o *placeOutput) Put(key string, data []byte) error {
 	if o.err != nil {
 		return o.err
 	}
+	if err := o.mark(); err != nil {
+		o.err = err
+		return err
+	}
 	if o.replaces && !o.cleared {
 		if err := o.clearOld(); err != nil {
 			o.err = err
@@ -299,35 +368,41 @@ func (o *placeOutput) Put(key string, data []byte) error {
 	return nil
 }
 
-// chunkShaped says a key under a prefix is shaped as a Zarr chunk
-// object's, v2 ("0.1.2", "0/1/2") or v3 ("c/0/1/2", "c.0.1.2", "c"),
-// under any member names of a group: what a run killed before it put
-// its metadata leaves (SIGKILL deletes nothing). A prefix holding only
-// such objects and no metadata is taken as such leftovers and replaced.
-func chunkShaped(key string) bool {
-	parts := strings.Split(key, "/")
-	i := len(parts)
-	for i > 0 && allDigits(parts[i-1]) {
-		i--
-	}
-	if i < len(parts) {
-		return true // "0/1/2", "c/0/1/2"
-	}
-	last := parts[len(parts)-1]
-	if last == "c" {
-		return true
-	}
-	for _, d := range strings.Split(strings.TrimPrefix(last, "c."), ".") {
-		if !allDigits(d) {
-			return false
-		}
-	}
-	return true
+// WritingMarker is the object a run writing a store to a place puts
+// under its prefix before any other, and deletes once the store's root
+// metadata is in (or once a failed run has deleted what it put): a
+// prefix holding objects but no store's metadata is written over only
+// where it holds this marker, which proves them the leftovers of a
+// depthspace run that was stopped (SIGKILL deletes nothing) and not
+// someone else's objects whose keys look like chunk keys (logs/1). No
+// Zarr reader takes it for metadata or a chunk: its name is neither
+// (.zarray, .zgroup, zarr.json; 0.1, c/0/1).
+const WritingMarker = ".depthspace-writing"
+
+// markerText is the marker's content, for whoever finds one: when and
+// where the run that left it began.
+func markerText() []byte {
+	host, _ := os.Hostname()
+	b, _ := json.Marshal(struct {
+		Started string `json:"started"`
+		Host    string `json:"host"`
+		PID     int    `json:"pid"`
+	}{time.Now().UTC().Format(time.RFC3339), host, os.Getpid()})
+	return append(b, '\n')
 }
 
-// allDigits says s is one or more ASCII digits.
-func allDigits(s string) bool {
-	return s != "" && strings.Trim(s, "0123456789") == ""
+// mark puts WritingMarker, once, before the run's first object (o.mu
+// held): an object of the run's on the server before it would be
+// unprovable leftovers if the run were killed then.
+func (o *placeOutput) mark() error {
+	if o.marked {
+		return nil
+	}
+	if err := o.sp.PutObject(o.ctx, o.url+WritingMarker, markerText()); err != nil {
+		return fmt.Errorf("%s (the mark of a store being written): %w", WritingMarker, err)
+	}
+	o.marked = true
+	return nil
 }
 
 // clearOld deletes the metadata of the store being replaced before the
@@ -394,6 +469,13 @@ func (o *placeOutput) commit() error {
 		}
 		return strings.Compare(a, b)
 	})
+	o.mu.Lock()
+	err := o.mark() // a store of metadata alone is marked too
+	o.mu.Unlock()
+	if err != nil {
+		o.abort()
+		return o.gone(err)
+	}
 	for i, k := range keys {
 		o.mu.Lock()
 		o.put = append(o.put, k)
@@ -411,9 +493,12 @@ func (o *placeOutput) commit() error {
 		}
 	}
 	if !o.replaces {
+		if err := o.sp.DeleteObject(context.Background(), o.url+WritingMarker); err != nil {
+			return fmt.Errorf("the store is written, but deleting its %s: %w", WritingMarker, err)
+		}
 		return nil
 	}
-	return o.deleteStale()
+	return o.deleteStale() // the marker too: this run did not put it as an object of the store
 }
 
 // deleteStale deletes the objects under the prefix that this run did
@@ -465,19 +550,29 @@ func (o *placeOutput) deletePut() {
 		names[i] = o.url + k
 	}
 	o.put = nil
-	cleared := o.cleared
+	cleared, marked := o.cleared, o.marked
 	o.mu.Unlock()
+	// The marker goes last, once everything else is deleted, and only
+	// where no leftovers of an earlier run stay beside it: until then it
+	// is what lets the next run write over them.
+	marker := o.url + WritingMarker
+	whole := true
 	if cleared {
 		// The old store's metadata is deleted: its chunks left are no
 		// store, and go too.
 		for e, err := range o.p.List(o.url) {
 			if err != nil {
+				whole = false
 				break
 			}
-			names = append(names, e.Name)
+			if e.Name != marker {
+				names = append(names, e.Name)
+			}
 		}
 	}
-	_ = deleteAll(context.Background(), o.sp, names)
+	if deleteAll(context.Background(), o.sp, names) == nil && whole && marked && (cleared || !o.hadMarker) {
+		_ = o.sp.DeleteObject(context.Background(), marker)
+	}
 	remoteOutputs.Delete(o)
 }
 

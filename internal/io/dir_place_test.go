@@ -2,6 +2,7 @@ package fileio
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"iter"
@@ -21,7 +22,7 @@ type memStore struct {
 	objects map[string][]byte
 	log     []string
 	failPut string        // a PUT of a name holding this fails
-	gate    chan struct{} // when set, each PUT waits for a receive from it
+	gate    chan struct{} // when set, each PUT of a data object waits for a receive from it
 }
 
 var memPlace = &memStore{objects: map[string][]byte{}}
@@ -73,7 +74,10 @@ func (m *memStore) List(name string) iter.Seq2[Entry, error] {
 	slices.Sort(names)
 	return func(yield func(Entry, error) bool) {
 		for _, k := range names {
-			if !yield(Entry{Name: k, Rel: strings.TrimPrefix(k, dir)}, nil) {
+			m.mu.Lock()
+			size := int64(len(m.objects[k]))
+			m.mu.Unlock()
+			if !yield(Entry{Name: k, Rel: strings.TrimPrefix(k, dir), Size: size}, nil) {
 				return
 			}
 		}
@@ -103,8 +107,8 @@ func (*memStore) ListChildren(context.Context, string) ([]string, error) {
 	return nil, errors.ErrUnsupported
 }
 func (m *memStore) PutObject(_ context.Context, name string, data []byte) error {
-	if m.gate != nil {
-		<-m.gate
+	if m.gate != nil && !strings.HasSuffix(name, "/"+WritingMarker) {
+		<-m.gate // the data objects': the marker goes before them, at once
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -160,8 +164,11 @@ func TestPlaceOutputOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := memPlace.log
+	if len(log) == 0 || log[0] != "PUT "+WritingMarker {
+		t.Fatalf("the first request is not the marker's PUT: %q", log)
+	}
 	var data, meta, deleted []string
-	for _, l := range log {
+	for _, l := range log[1:] {
 		switch {
 		case strings.HasPrefix(l, "DELETE "):
 			deleted = append(deleted, l)
@@ -181,11 +188,12 @@ func TestPlaceOutputOrder(t *testing.T) {
 	if want := []string{"PUT x/y/meta", "PUT x/meta", "PUT meta"}; !slices.Equal(meta, want) {
 		t.Errorf("metadata puts %q, want %q (deepest first, root last)", meta, want)
 	}
-	// The old metadata first, before any chunk; the old chunks last.
-	if want := []string{"DELETE a/meta", "DELETE meta", "DELETE c/9"}; !slices.Equal(deleted, want) {
+	// The old metadata first, before any chunk; the marker and the old
+	// chunks last.
+	if want := []string{"DELETE a/meta", "DELETE meta", "DELETE " + WritingMarker, "DELETE c/9"}; !slices.Equal(deleted, want) {
 		t.Errorf("deleted %q, want %q", deleted, want)
 	}
-	if first := slices.IndexFunc(log, func(l string) bool { return strings.HasPrefix(l, "PUT ") }); first < 2 || !slices.Equal(log[:2], []string{"DELETE a/meta", "DELETE meta"}) {
+	if !slices.Equal(log[1:3], []string{"DELETE a/meta", "DELETE meta"}) {
 		t.Errorf("a chunk put before the old store's metadata is deleted: %q", log)
 	}
 	if i := slices.Index(log, "PUT meta"); i > slices.Index(log, "DELETE c/9") {
@@ -282,13 +290,15 @@ func TestPlaceOutputReplaceFails(t *testing.T) {
 	}
 }
 
-// TestPlaceOutputLeftovers: a prefix holding only objects shaped as
-// chunk keys and no metadata (what a killed run leaves) is replaced,
-// those objects deleted once the new store is in; one object of another
-// shape among them has the prefix refused.
+// TestPlaceOutputLeftovers: a prefix holding objects but no store's
+// metadata is written over only where it holds WritingMarker (what a
+// killed run leaves): every object there, chunk-shaped or not, is then
+// deleted once the new store is in. Without the marker it is refused
+// before any request, naming a key found, even where every key looks
+// like a chunk's (logs/1, x/0.0).
 func TestPlaceOutputLeftovers(t *testing.T) {
 	memPlace.reset()
-	for _, k := range []string{"0.0", "1/0", "c/0/1", "c.2.0", "c", "m/x/3.1"} {
+	for _, k := range []string{WritingMarker, "0.0", "1/0", "c/0/1", "m/meta", ".zattrs", "notes.txt"} {
 		memPlace.objects["mem://b/s.zarr/"+k] = []byte("left")
 	}
 	o, err := CreateStore("mem://b/s.zarr", claimsMeta, isMeta)
@@ -306,12 +316,143 @@ func TestPlaceOutputLeftovers(t *testing.T) {
 	if want := []string{"c/0/0", "meta"}; !slices.Equal(memPlace.keys(), want) {
 		t.Errorf("objects %q, want %q", memPlace.keys(), want)
 	}
-	for _, odd := range []string{"notes.txt", "0.x", "c/0/a", "a.c"} {
+	for _, keys := range [][]string{{"1", "2", "10"}, {"x/0.0", "x/0.1"}, {"c/0/1", "c.2.0", "c"}, {"0.0", "notes.txt"}} {
 		memPlace.reset()
-		memPlace.objects["mem://b/s.zarr/0.0"] = []byte("left")
-		memPlace.objects["mem://b/s.zarr/"+odd] = []byte("x")
-		if _, err := CreateStore("mem://b/s.zarr", claimsMeta, isMeta); err == nil || !strings.Contains(err.Error(), "not a store") {
-			t.Errorf("leftovers and %q: %v", odd, err)
+		for _, k := range keys {
+			memPlace.objects["mem://b/s.zarr/"+k] = []byte("someone else's")
+		}
+		_, err := CreateStore("mem://b/s.zarr", claimsMeta, isMeta)
+		if err == nil || !strings.Contains(err.Error(), "not a store") || !strings.Contains(err.Error(), `"`+slices.Min(keys)+`" among them`) {
+			t.Errorf("objects %q and no marker: %v", keys, err)
+		}
+		if len(memPlace.log) != 0 || len(memPlace.keys()) != len(keys) {
+			t.Errorf("objects %q and no marker: requests %q, objects left %q", keys, memPlace.log, memPlace.keys())
+		}
+	}
+}
+
+// TestPlaceOutputMarker: WritingMarker is put before any other object,
+// says when and where the run began, and is deleted after the root
+// metadata; a failed run deletes it after everything else it put; a
+// run stopped without a word (SIGKILL: neither Commit nor Abort) leaves
+// it beside its chunks, and the next run writes over them.
+func TestPlaceOutputMarker(t *testing.T) {
+	memPlace.reset()
+	o, err := CreateStore("mem://b/s.zarr", claimsMeta, isMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"c/0", "c/1"} {
+		if err := o.Put(k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mark struct {
+		Started string `json:"started"`
+		Host    string `json:"host"`
+		PID     int    `json:"pid"`
+	}
+	memPlace.mu.Lock() // chunk PUTs may be under way
+	text := memPlace.objects["mem://b/s.zarr/"+WritingMarker]
+	memPlace.mu.Unlock()
+	if err := json.Unmarshal(text, &mark); err != nil || mark.Started == "" || mark.PID != os.Getpid() {
+		t.Errorf("marker %+v, %v", mark, err)
+	}
+	if err := o.Put("meta", []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	log := memPlace.log
+	if log[0] != "PUT "+WritingMarker || log[len(log)-1] != "DELETE "+WritingMarker || log[len(log)-2] != "PUT meta" {
+		t.Errorf("requests %q: want the marker's PUT first, its DELETE after the root metadata", log)
+	}
+	if want := []string{"c/0", "c/1", "meta"}; !slices.Equal(memPlace.keys(), want) {
+		t.Errorf("objects %q, want %q", memPlace.keys(), want)
+	}
+
+	// A failed run: the marker deleted last.
+	memPlace.reset()
+	memPlace.failPut = "c/2"
+	o, _ = CreateStore("mem://b/s.zarr", claimsMeta, isMeta)
+	for _, k := range []string{"c/0", "c/1", "c/2", "meta"} {
+		if o.Put(k, []byte(k)) != nil {
+			break
+		}
+	}
+	if err := o.Commit(); err == nil {
+		t.Fatal("a refused PUT did not fail the run")
+	}
+	if log := memPlace.log; log[len(log)-1] != "DELETE "+WritingMarker || len(memPlace.keys()) != 0 {
+		t.Errorf("requests %q, objects left %q: want every object deleted, the marker last", log, memPlace.keys())
+	}
+
+	// A marker that cannot be put fails the run before any chunk.
+	memPlace.reset()
+	memPlace.failPut = WritingMarker
+	o, _ = CreateStore("mem://b/s.zarr", claimsMeta, isMeta)
+	if err := o.Put("c/0", []byte("c")); err == nil || !strings.Contains(err.Error(), WritingMarker) {
+		t.Errorf("a refused marker: %v", err)
+	}
+	o.Abort()
+	if len(memPlace.keys()) != 0 || slices.Contains(memPlace.log, "PUT c/0") {
+		t.Errorf("requests %q, objects left %q", memPlace.log, memPlace.keys())
+	}
+
+	// Killed: the next run replaces what it left, marker and all.
+	memPlace.reset()
+	o, _ = CreateStore("mem://b/s.zarr", claimsMeta, isMeta)
+	for _, k := range []string{"c/0", "c/1", "x/meta"} {
+		o.Put(k, []byte(k))
+	}
+	o.remote.wait()
+	remoteOutputs.Delete(o.remote)
+	if want := []string{WritingMarker, "c/0", "c/1"}; !slices.Equal(memPlace.keys(), want) {
+		t.Fatalf("a killed run left %q, want %q", memPlace.keys(), want)
+	}
+	o, err = CreateStore("mem://b/s.zarr", claimsMeta, isMeta)
+	if err != nil {
+		t.Fatalf("over a killed run's leftovers: %v", err)
+	}
+	o.Put("c/0", []byte("new"))
+	o.Put("meta", []byte("new"))
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"c/0", "meta"}; !slices.Equal(memPlace.keys(), want) {
+		t.Errorf("objects %q, want %q", memPlace.keys(), want)
+	}
+
+	// Replacing leftovers fails after the first chunk: every object is
+	// deleted, the marker last; before any object (the input failed
+	// first), the leftovers keep their marker, so that the next run may
+	// still replace them.
+	for _, cleared := range []bool{true, false} {
+		memPlace.reset()
+		memPlace.objects["mem://b/s.zarr/"+WritingMarker] = []byte("left")
+		memPlace.objects["mem://b/s.zarr/c/7"] = []byte("left")
+		o, err := CreateStore("mem://b/s.zarr", claimsMeta, isMeta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cleared {
+			memPlace.failPut = "c/1"
+			o.Put("c/0", []byte("new"))
+			o.Put("c/1", []byte("new"))
+			err = o.Commit()
+		} else {
+			err = o.Abandon(errors.New("bad input"))
+		}
+		if err == nil {
+			t.Fatal("the run did not fail")
+		}
+		want := []string{WritingMarker, "c/7"}
+		if cleared {
+			want = nil
+		}
+		if !slices.Equal(memPlace.keys(), want) {
+			t.Errorf("cleared %v: objects %q, want %q", cleared, memPlace.keys(), want)
 		}
 	}
 }

@@ -160,7 +160,7 @@ const smallObject = 8 << 20
 // read through Arriving.
 func openObject(p Place, name string, wait bool) (*Input, error) {
 	if err := checkObject(p, name, "is a prefix (a directory of objects), not a tensor object"); err != nil {
-		return nil, err
+		return nil, unlistable(p, name, err)
 	}
 	first := GetBuffer(smallObject)
 	n, size, err := p.ReadFirst(name, first)
