@@ -563,7 +563,7 @@ func decodeIndex(s *sharding, b []byte, key string) ([]uint64, error) {
 	body := b
 	for i := len(s.index.bytes_) - 1; i >= 0; i-- {
 		var err error
-		if body, err = s.index.bytes_[i](body, 16*s.perShard); err != nil {
+		if body, err = s.index.bytes_[i].decode(body, 16*s.perShard); err != nil {
 			return nil, fmt.Errorf("shard %s: its index: %w", key, err)
 		}
 	}
