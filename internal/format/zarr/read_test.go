@@ -2,9 +2,14 @@ package zarr
 
 import (
 	"bytes"
+	"fmt"
 	"hash/crc32"
+	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
+
+	"github.com/depthspace/depthspace/internal/format"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -71,4 +76,72 @@ func TestV3DecodesIntoTheChunk(t *testing.T) {
 func appendCRC32C(b []byte) []byte {
 	c := crc32.Checksum(b, castagnoli)
 	return append(b, byte(c), byte(c>>8), byte(c>>16), byte(c>>24))
+}
+
+// rangeLog is a store that records the ranges read from it.
+type rangeLog struct {
+	format.Store
+	mu     sync.Mutex
+	ranges []string
+}
+
+func (l *rangeLog) ReadRange(key string, off, n int64) ([]byte, error) {
+	l.mu.Lock()
+	if off >= 0 { // not a shard's index, its last bytes
+		l.ranges = append(l.ranges, fmt.Sprintf("%s %d+%d", key, off, n))
+	}
+	l.mu.Unlock()
+	return l.Store.ReadRange(key, off, n)
+}
+
+// TestReadChunksCoalesces: ReadChunks reads the inner chunks of a shard
+// that lie back to back, in the order asked, in one range a run, and
+// nothing else of the shard: two shards of four inner chunks of a row
+// each (32 bytes, stored as they are), the second of each empty in the
+// index (the fill value), so the rows asked in order come in two reads
+// a shard, and two rows asked backwards in two reads. The bytes are
+// ReadChunk's.
+func TestReadChunksCoalesces(t *testing.T) {
+	s := &v3Spec{shape: []int{8, 8}, chunks: []int{4, 8}, inner: []int{1, 8}, dtype: "int32", size: 4,
+		keys: "default", fill: 5, emptyInner: func(q int) bool { return q == 1 }}
+	dir := filepath.Join(t.TempDir(), "s.zarr")
+	s.write(t, dir, fillOf(t, s))
+	r := openReader(t, dir)
+	log := &rangeLog{Store: r.st}
+	r.st = log
+	rows := func(ids ...int) ([][]byte, [][]int) {
+		var dsts [][]byte
+		var idxs [][]int
+		for _, i := range ids {
+			dsts = append(dsts, make([]byte, 32))
+			idxs = append(idxs, []int{i, 0})
+		}
+		return dsts, idxs
+	}
+	for _, c := range []struct {
+		ids  []int
+		want []string
+	}{
+		{[]int{0, 1, 2, 3, 4, 5, 6, 7}, []string{"c/0/0 0+32", "c/0/0 32+64", "c/1/0 0+32", "c/1/0 32+64"}},
+		{[]int{3, 2}, []string{"c/0/0 64+32", "c/0/0 32+32"}},
+		{[]int{6, 7}, []string{"c/1/0 32+64"}},
+	} {
+		log.ranges = nil
+		dsts, idxs := rows(c.ids...)
+		if err := r.ReadChunks(dsts, idxs); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(log.ranges) != fmt.Sprint(c.want) {
+			t.Errorf("rows %v read %q, want %q", c.ids, log.ranges, c.want)
+		}
+		for k, idx := range idxs {
+			want := make([]byte, 32)
+			if err := r.ReadChunk(want, idx); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(dsts[k], want) {
+				t.Errorf("row %d: ReadChunks gave %x, ReadChunk %x", idx[0], dsts[k], want)
+			}
+		}
+	}
 }
