@@ -41,6 +41,13 @@ type rangedArray interface {
 	ReadChunkRange(dst []byte, idx []int, off int) error
 }
 
+// releasingArray is a rangedArray that keeps something of each chunk it
+// reads ranges of (a Blosc chunk's head and decoded blocks), let go when
+// told that the runs read no more of the chunk.
+type releasingArray interface {
+	DoneWithChunk(idx []int)
+}
+
 // overlapped is a chunkedArray whose chunks come over a network: the
 // reads a run should keep in flight (0: as many as its threads).
 type overlapped interface {
@@ -566,6 +573,16 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 			}
 		}
 	}
+	// rangesLeft counts, per input chunk read in ranges, the runs yet to
+	// read it.
+	var rangesLeft []atomic.Int32
+	releasing, _ := arr.(releasingArray)
+	if ranged != nil && releasing != nil {
+		rangesLeft = make([]atomic.Int32, len(r.refs))
+		for id, n := range r.refs {
+			rangesLeft[id].Store(n)
+		}
+	}
 	stop := r.prefetch(ahead, func(ids []int) int { return fetch(ids, true) }, &prefetched)
 	defer stop()
 	for _, g := range r.groups {
@@ -612,8 +629,11 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 				}
 			}
 			for _, id := range r.reads[i] {
-				if ranged == nil {
+				switch {
+				case ranged == nil:
 					done(id)
+				case rangesLeft != nil && rangesLeft[id].Add(-1) == 0:
+					releasing.DoneWithChunk(r.in.index(id))
 				}
 			}
 			if err := r.ck.Run(ch, dst, src, 1); err != nil {

@@ -460,3 +460,55 @@ func TestChunkRunReadsBatches(t *testing.T) {
 		}
 	}
 }
+
+// releasingMem is a ranged memArray told when the runs are done with a
+// chunk, recording a range read after that.
+type releasingMem struct {
+	*memArray
+	dmu  sync.Mutex
+	done map[string]int
+	late []string
+}
+
+func (m *releasingMem) DoneWithChunk(idx []int) {
+	m.dmu.Lock()
+	m.done[fmt.Sprint(idx)]++
+	m.dmu.Unlock()
+}
+
+func (m *releasingMem) ReadChunkRange(dst []byte, idx []int, off int) error {
+	m.dmu.Lock()
+	if m.done[fmt.Sprint(idx)] > 0 {
+		m.late = append(m.late, fmt.Sprint(idx))
+	}
+	m.dmu.Unlock()
+	return m.memArray.ReadChunkRange(dst, idx, off)
+}
+
+// TestChunkRunReleasesRangedChunks: from an input read in ranges, each
+// chunk is reported done with once, after the last range of it is read,
+// on one thread and on several.
+func TestChunkRunReleasesRangedChunks(t *testing.T) {
+	p, run, mem, want := s2dChunkRun(t)
+	for _, threads := range []int{1, 3} {
+		in := &releasingMem{memArray: &memArray{g: mem.g, data: mem.data, ranged: true}, done: map[string]int{}}
+		put, got := collect(t, "released", run, p.Bytes())
+		if err := run.run(in, put, 64, threads, func(int64) {}, func(err error) error { return err }); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%d threads: the run differs from the plan's whole run", threads)
+		}
+		if len(in.done) != run.in.count() {
+			t.Errorf("%d threads: %d of %d chunks reported done with", threads, len(in.done), run.in.count())
+		}
+		for idx, n := range in.done {
+			if n != 1 {
+				t.Errorf("%d threads: chunk %s reported done with %d times", threads, idx, n)
+			}
+		}
+		if len(in.late) > 0 {
+			t.Errorf("%d threads: ranges of %v read after their chunks were done with", threads, in.late)
+		}
+	}
+}
