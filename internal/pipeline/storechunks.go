@@ -55,10 +55,13 @@ type overlapped interface {
 }
 
 // batchedArray is a chunkedArray that reads several chunks in one go
-// (ReadChunks: a sharded Zarr array, whose neighbouring inner chunks lie
-// back to back in their shard and come in one ranged request).
+// (ReadChunks) when Coalesces says that costs fewer requests than one
+// chunk at a time (a sharded Zarr array, whose neighbouring inner chunks
+// lie back to back in their shard and come in one ranged request); for
+// another, chunks read one by one keep more requests in flight.
 type batchedArray interface {
 	ReadChunks(dsts [][]byte, idxs [][]int) error
+	Coalesces() bool
 }
 
 // chunkedStore is a store output that takes an array a whole chunk at a
@@ -481,6 +484,9 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 		return c, first
 	}
 	batched, _ := arr.(batchedArray)
+	if batched != nil && !batched.Coalesces() {
+		batched = nil
+	}
 	// read reads and decodes the chunks ids claimed as cs, in one go
 	// where the input can.
 	read := func(cs []*inputChunk, ids []int) {

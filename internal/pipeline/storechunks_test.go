@@ -410,9 +410,12 @@ func readTensorData(t *testing.T, path string) []byte {
 // recording each run.
 type batchArray struct {
 	*memArray
+	single  bool // what Coalesces says, negated
 	bmu     sync.Mutex
 	batches [][]string
 }
+
+func (b *batchArray) Coalesces() bool { return !b.single }
 
 func (b *batchArray) ReadChunks(dsts [][]byte, idxs [][]int) error {
 	var names []string
@@ -429,11 +432,12 @@ func (b *batchArray) ReadChunks(dsts [][]byte, idxs [][]int) error {
 }
 
 // TestChunkRunReadsBatches: from an input that reads several chunks at
-// once (a sharded store), the read-ahead asks for runs of neighbouring
-// chunks in one call: the 32 chunks of 2 × 4 × 4 (64 bytes each, four
-// held ahead) come in 8 calls of the 4 chunks of a row of the grid, each
-// chunk read once, whether the prefetcher or a run got to it first, and
-// the result is the plan's.
+// once in fewer requests (a sharded store), the read-ahead asks for runs
+// of neighbouring chunks in one call: the 32 chunks of 2 × 4 × 4 (64
+// bytes each, four held ahead) come in 8 calls of the 4 chunks of a row
+// of the grid, each chunk read once, whether the prefetcher or a run got
+// to it first, and the result is the plan's. From an input that says it
+// does not coalesce, none.
 func TestChunkRunReadsBatches(t *testing.T) {
 	p, run, mem, want := s2dChunkRun(t)
 	for _, threads := range []int{1, 2} {
@@ -458,6 +462,16 @@ func TestChunkRunReadsBatches(t *testing.T) {
 				t.Errorf("%d threads: a call read %v, not a row of the grid", threads, b)
 			}
 		}
+	}
+	// An input whose chunks are objects of their own (Coalesces false)
+	// is read a chunk at a time, so that as many are in flight.
+	in := &batchArray{memArray: &memArray{g: mem.g, data: mem.data, overlap: 4}, single: true}
+	put, got := collect(t, "single", run, p.Bytes())
+	if err := run.run(in, put, 64, 1, func(int64) {}, func(err error) error { return err }); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) || len(in.batches) != 0 || len(in.reads) != 32 {
+		t.Errorf("an input that does not coalesce: %d calls of several chunks, %d chunks read, result equal %v", len(in.batches), len(in.reads), bytes.Equal(got, want))
 	}
 }
 

@@ -505,6 +505,11 @@ func (r *reader) locate(idx []int, shards *shardCache) (innerChunk, error) {
 	return c, nil
 }
 
+// Coalesces says whether ReadChunks reads neighbouring chunks in fewer
+// requests than ReadChunk would: for a sharded array; the chunks of
+// another are objects of their own, read one by one.
+func (r *reader) Coalesces() bool { return r.a.shard != nil }
+
 // ReadChunks decodes chunks idxs of the ChunkShape grid into dsts, as
 // ReadChunk does each. The inner chunks of a shard that lie back to back
 // in it, in the order given, are read in one ranged request: on a store
