@@ -17,7 +17,10 @@
 # [1, 4, 4096, 4096] (256 MiB, 256 inner chunks each), zstd, written by
 # depthspace. The commands run in turn, RUNS rounds (default 3): median
 # wall seconds and peak RssAnon (the largest single process, sampled
-# every 50 ms), and depthspace's median ratio to each, round by round.
+# every 50 ms), and depthspace's median ratio to each, round by round;
+# and how many answers the proxy passed to depthspace's last run (its
+# requests: the index of each shard, then the runs of inner chunks read
+# together, and the metadata).
 # depthspace's output is checked equal to zarr-python's. Then the same
 # job from local copies, depthspace alone (the memory bound, with no
 # network to wait for): the sharded v3 store, and the array as v2 with
@@ -135,12 +138,14 @@ for d in $DELAYS; do
   : >"$T/ds" && : >"$T/s5" && : >"$T/py"
   for _ in $(seq "$RUNS"); do
     rm -rf "$T/out-ds.zarr" "$T/dl3" "$T/dl2" "$T/out-py.zarr"
+    before=$(cat "$T/answers.$d")
     AWS_ENDPOINT_URL=$ep rss "$DS" s2d -b 2 --to zarr s3://src/in3.zarr -o "$T/out-ds.zarr" >>"$T/ds"
+    echo $(($(cat "$T/answers.$d") - before)) >"$T/requests"
     rss sh -c "$S5E cp 's3://src/in3.zarr/*' '$T/dl3/' >/dev/null" >>"$T/s5"
     rss sh -c "$S5E cp 's3://src/in2.zarr/*' '$T/dl2/' >/dev/null && $PY '$T/peer.py' '$T/dl2' '$T/out-py.zarr'" >>"$T/py"
   done
   "$DS" compare "$T/out-ds.zarr" "$T/out-py.zarr" >/dev/null || { echo "outputs differ" >&2; exit 1; }
-  paste "$T/ds" "$T/s5" "$T/py" | awk -v delay="$d" '
+  paste "$T/ds" "$T/s5" "$T/py" | awk -v delay="$d" -v requests="$(cat "$T/requests")" '
     { dw[NR] = $1; da[NR] = $2; sw[NR] = $3; sa[NR] = $4; pw[NR] = $5; pa[NR] = $6; rs[NR] = $1 / $3; rp[NR] = $1 / $5 }
     function median(x, n,   i, j, t) {
       for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (x[j] < x[i]) { t = x[i]; x[i] = x[j]; x[j] = t }
@@ -148,7 +153,7 @@ for d in $DELAYS; do
     }
     END {
       printf "delay %s ms, %d rounds (medians):\n", delay, NR
-      printf "  depthspace s2d -b 2 s3:// sharded v3 -> local v2: wall %6.2f s, RssAnon %4d MiB\n", median(dw, NR), median(da, NR) / 1024
+      printf "  depthspace s2d -b 2 s3:// sharded v3 -> local v2: wall %6.2f s, RssAnon %4d MiB, %d answers through the proxy\n", median(dw, NR), median(da, NR) / 1024, requests
       printf "  s5cmd cp of the sharded store (download only):   wall %6.2f s, RssAnon %4d MiB  (depthspace/s5cmd %.2f)\n", median(sw, NR), median(sa, NR) / 1024, median(rs, NR)
       printf "  s5cmd cp of the v2 store + zarr-python + numpy:  wall %6.2f s, RssAnon %4d MiB  (depthspace/zarr-python %.2f)\n", median(pw, NR), median(pa, NR) / 1024, median(rp, NR)
     }'

@@ -197,6 +197,47 @@ func TestChunkRunMatchesPlan(t *testing.T) {
 // until 4 are under way: a run that keeps fewer in flight never ends,
 // and the deadline says so.
 func TestChunkRunReadsAhead(t *testing.T) {
+	p, run, in, want := s2dChunkRun(t)
+	var (
+		mu      sync.Mutex
+		cond    = sync.NewCond(&mu)
+		started int
+	)
+	reached := make(chan struct{})
+	in.overlap = 4
+	in.wait = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		started++
+		if started == 4 {
+			close(reached)
+		}
+		cond.Broadcast()
+		for started < 4 {
+			cond.Wait()
+		}
+	}
+	put, got := collect(t, "reads ahead", run, p.Bytes())
+	errc := make(chan error, 1)
+	go func() { errc <- run.run(in, put, 64, 1, func(int64) {}, func(err error) error { return err }) }()
+	select {
+	case <-reached:
+	case <-time.After(time.Minute):
+		t.Fatal("a minute and fewer than 4 chunk reads under way at once: the run does not read ahead")
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("the run that read ahead differs from the plan's whole run")
+	}
+}
+
+// s2dChunkRun is the chunk run of s2d -b 2 of float32 1,2,16,16 from
+// input chunks 1,1,4,4, the input in memory (not reading ahead), and
+// the plan's whole result.
+func s2dChunkRun(t *testing.T) (*ops.Plan, *chunkRun, *memArray, []byte) {
+	t.Helper()
 	req := ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}
 	shape := []int{1, 2, 16, 16}
 	p, err := ops.NewPlan(req, shape, 4, false)
@@ -216,45 +257,20 @@ func TestChunkRunReadsAhead(t *testing.T) {
 	if err := p.Run(want, data, 1); err != nil {
 		t.Fatal(err)
 	}
-	var (
-		mu      sync.Mutex
-		cond    = sync.NewCond(&mu)
-		started int
-	)
-	reached := make(chan struct{})
-	in := &memArray{g: newGrid(shape, inChunk, 4), data: data, overlap: 4, wait: func() {
+	return p, run, &memArray{g: newGrid(shape, inChunk, 4), data: data}, want
+}
+
+// collect is a put that scatters a run's output chunks into got, the
+// output array of n bytes.
+func collect(t *testing.T, name string, run *chunkRun, n int) (put func(idx []int, chunk, room []byte) error, got []byte) {
+	got = make([]byte, n)
+	var mu sync.Mutex
+	return func(idx []int, chunk, room []byte) error {
 		mu.Lock()
 		defer mu.Unlock()
-		started++
-		if started == 4 {
-			close(reached)
-		}
-		cond.Broadcast()
-		for started < 4 {
-			cond.Wait()
-		}
-	}}
-	got := make([]byte, p.Bytes())
-	var gmu sync.Mutex
-	put := func(idx []int, chunk, room []byte) error {
-		gmu.Lock()
-		defer gmu.Unlock()
-		scatterChunk(t, "reads ahead", run.out, flatID(run.out, idx), chunk, got)
+		scatterChunk(t, name, run.out, flatID(run.out, idx), chunk, got)
 		return nil
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- run.run(in, put, 64, 1, func(int64) {}, func(err error) error { return err }) }()
-	select {
-	case <-reached:
-	case <-time.After(time.Minute):
-		t.Fatal("a minute and fewer than 4 chunk reads under way at once: the run does not read ahead")
-	}
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatal("the run that read ahead differs from the plan's whole run")
-	}
+	}, got
 }
 
 // flatID is the grid's flat index of chunk idx.
@@ -388,4 +404,125 @@ func readTensorData(t *testing.T, path string) []byte {
 	}
 	defer ts[0].Release()
 	return bytes.Clone(ts[0].Data)
+}
+
+// batchArray is a memArray that also reads runs of chunks in one call,
+// recording each run.
+type batchArray struct {
+	*memArray
+	single  bool // what Coalesces says, negated
+	bmu     sync.Mutex
+	batches [][]string
+}
+
+func (b *batchArray) Coalesces() bool { return !b.single }
+
+func (b *batchArray) ReadChunks(dsts [][]byte, idxs [][]int) error {
+	var names []string
+	for k, idx := range idxs {
+		names = append(names, fmt.Sprint(idx))
+		if err := b.memArray.ReadChunk(dsts[k], idx); err != nil {
+			return err
+		}
+	}
+	b.bmu.Lock()
+	b.batches = append(b.batches, names)
+	b.bmu.Unlock()
+	return nil
+}
+
+// TestChunkRunReadsBatches: from an input that reads several chunks at
+// once in fewer requests (a sharded store), the read-ahead asks for runs
+// of neighbouring chunks in one call: the 32 chunks of 2 × 4 × 4 (64
+// bytes each, four held ahead) come in 8 calls of the 4 chunks of a row
+// of the grid, each chunk read once, whether the prefetcher or a run got
+// to it first, and the result is the plan's. From an input that says it
+// does not coalesce, none.
+func TestChunkRunReadsBatches(t *testing.T) {
+	p, run, mem, want := s2dChunkRun(t)
+	for _, threads := range []int{1, 2} {
+		in := &batchArray{memArray: &memArray{g: mem.g, data: mem.data, overlap: 4}}
+		put, got := collect(t, "batches", run, p.Bytes())
+		if err := run.run(in, put, 64, threads, func(int64) {}, func(err error) error { return err }); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%d threads: the run that read batches differs from the plan's whole run", threads)
+		}
+		for idx, n := range in.reads {
+			if n != 1 {
+				t.Errorf("%d threads: chunk %s read %d times", threads, idx, n)
+			}
+		}
+		if len(in.reads) != 32 || len(in.batches) != 8 {
+			t.Errorf("%d threads: %d chunks read in %d calls of several, want 32 in 8: %v", threads, len(in.reads), len(in.batches), in.batches)
+		}
+		for _, b := range in.batches {
+			if len(b) != 4 || !strings.HasSuffix(b[0], " 0]") {
+				t.Errorf("%d threads: a call read %v, not a row of the grid", threads, b)
+			}
+		}
+	}
+	// An input whose chunks are objects of their own (Coalesces false)
+	// is read a chunk at a time, so that as many are in flight.
+	in := &batchArray{memArray: &memArray{g: mem.g, data: mem.data, overlap: 4}, single: true}
+	put, got := collect(t, "single", run, p.Bytes())
+	if err := run.run(in, put, 64, 1, func(int64) {}, func(err error) error { return err }); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) || len(in.batches) != 0 || len(in.reads) != 32 {
+		t.Errorf("an input that does not coalesce: %d calls of several chunks, %d chunks read, result equal %v", len(in.batches), len(in.reads), bytes.Equal(got, want))
+	}
+}
+
+// releasingMem is a ranged memArray told when the runs are done with a
+// chunk, recording a range read after that.
+type releasingMem struct {
+	*memArray
+	dmu  sync.Mutex
+	done map[string]int
+	late []string
+}
+
+func (m *releasingMem) DoneWithChunk(idx []int) {
+	m.dmu.Lock()
+	m.done[fmt.Sprint(idx)]++
+	m.dmu.Unlock()
+}
+
+func (m *releasingMem) ReadChunkRange(dst []byte, idx []int, off int) error {
+	m.dmu.Lock()
+	if m.done[fmt.Sprint(idx)] > 0 {
+		m.late = append(m.late, fmt.Sprint(idx))
+	}
+	m.dmu.Unlock()
+	return m.memArray.ReadChunkRange(dst, idx, off)
+}
+
+// TestChunkRunReleasesRangedChunks: from an input read in ranges, each
+// chunk is reported done with once, after the last range of it is read,
+// on one thread and on several.
+func TestChunkRunReleasesRangedChunks(t *testing.T) {
+	p, run, mem, want := s2dChunkRun(t)
+	for _, threads := range []int{1, 3} {
+		in := &releasingMem{memArray: &memArray{g: mem.g, data: mem.data, ranged: true}, done: map[string]int{}}
+		put, got := collect(t, "released", run, p.Bytes())
+		if err := run.run(in, put, 64, threads, func(int64) {}, func(err error) error { return err }); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%d threads: the run differs from the plan's whole run", threads)
+		}
+		if len(in.done) != run.in.count() {
+			t.Errorf("%d threads: %d of %d chunks reported done with", threads, len(in.done), run.in.count())
+		}
+		for idx, n := range in.done {
+			if n != 1 {
+				t.Errorf("%d threads: chunk %s reported done with %d times", threads, idx, n)
+			}
+		}
+		if len(in.late) > 0 {
+			t.Errorf("%d threads: ranges of %v read after their chunks were done with", threads, in.late)
+		}
+	}
 }

@@ -290,6 +290,26 @@ func (r *reader) frameOf(key string) *frame {
 	return f
 }
 
+// DoneWithChunk lets go of what ReadChunkRange keeps of chunk idx (its
+// frame's head and its decoded blocks): the caller reads no more of it.
+// A chunk's runs are close together, so without this the heads of the
+// chunks done with would stay until the bound on their blocks is
+// reached, up to 8 MiB of them.
+func (r *reader) DoneWithChunk(idx []int) {
+	key := r.prefix + r.a.key(keyIndex(r.a, idx))
+	r.framesMu.Lock()
+	defer r.framesMu.Unlock()
+	if f := r.frames[key]; f != nil {
+		delete(r.frames, key)
+		if f.ix != nil {
+			r.frameBlocks -= 1 + f.ix.Blocks()
+		} else {
+			r.frameBlocks--
+		}
+	}
+	r.blocks = slices.DeleteFunc(r.blocks, func(b *cachedBlock) bool { return b.key == key })
+}
+
 // maxFrameBlocks bounds the blocks of the heads kept: 8 MiB of them.
 var maxFrameBlocks = 1 << 20 // a var: tests lower it
 

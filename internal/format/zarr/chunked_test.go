@@ -254,3 +254,45 @@ func TestFrameCacheBoundedByBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestDoneWithChunkDropsFrame: once told a chunk is done with, the
+// reader holds neither its frame's head nor its decoded blocks, and its
+// count of blocks held is the other chunks'; the chunk still reads right
+// if asked again.
+func TestDoneWithChunkDropsFrame(t *testing.T) {
+	src := make([]byte, 1<<16)
+	for i := range src {
+		src[i] = byte(i * 7 / 5)
+	}
+	frame := smallBlockFrame(t, src, 128) // 512 blocks
+	meta := `{"zarr_format": 2, "shape": [131072], "chunks": [65536], "dtype": "|u1", "compressor": {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 0, "blocksize": 0}, "fill_value": 0, "order": "C", "filters": null}`
+	dir := t.TempDir()
+	put(t, dir, map[string][]byte{".zarray": []byte(meta), "0": frame, "1": frame})
+	rd := openReader(t, dir)
+	got := make([]byte, 1000)
+	for c := range 2 {
+		// From the middle of a block: that block is decoded whole into
+		// the block cache.
+		if err := rd.ReadChunkRange(got, []int{c}, 300); err != nil || !bytes.Equal(got, src[300:1300]) {
+			t.Fatalf("chunk %d: %v", c, err)
+		}
+	}
+	rd.DoneWithChunk([]int{0})
+	if _, ok := rd.frames["0"]; ok {
+		t.Error("the head of chunk 0 is kept after it was done with")
+	}
+	if _, ok := rd.frames["1"]; !ok {
+		t.Error("the head of chunk 1 was let go with chunk 0's")
+	}
+	if rd.frameBlocks != 1+512 {
+		t.Errorf("the heads kept count %d blocks, want chunk 1's 513", rd.frameBlocks)
+	}
+	for _, b := range rd.blocks {
+		if b.key == "0" {
+			t.Errorf("block %d of chunk 0 is kept after it was done with", b.b)
+		}
+	}
+	if err := rd.ReadChunkRange(got, []int{0}, 300); err != nil || !bytes.Equal(got, src[300:1300]) {
+		t.Fatalf("chunk 0 read again: %v", err)
+	}
+}

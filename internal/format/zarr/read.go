@@ -388,11 +388,17 @@ func copyBox(dst, src []byte, dstOff, srcOff int, ext, dstStrides, srcStrides []
 // chunk fills dst with chunk idx of the read grid (Inner), C order:
 // decoded from the store, or the fill value where the store lacks it.
 func (r *reader) chunk(dst []byte, idx []int, shards *shardCache) error {
-	a := r.a
 	raw, key, err := r.raw(idx, shards)
 	if err != nil {
 		return err
 	}
+	return r.decodeChunk(dst, raw, key)
+}
+
+// decodeChunk fills dst with the chunk whose stored bytes are raw (nil:
+// the store lacks it, the fill value), key naming it in errors.
+func (r *reader) decodeChunk(dst, raw []byte, key string) error {
+	a := r.a
 	if raw == nil {
 		fill(dst, a.Fill)
 		return nil
@@ -446,6 +452,31 @@ func (r *reader) raw(idx []int, shards *shardCache) ([]byte, string, error) {
 		}
 		return b, key, nil
 	}
+	in, err := r.locate(idx, shards)
+	if err != nil || in.missing {
+		return nil, in.key, err
+	}
+	b, err := r.st.ReadRange(in.key, int64(in.off), int64(in.n))
+	if err != nil {
+		return nil, in.key, fmt.Errorf("shard %s: chunk %d: %w", in.key, in.pos, err)
+	}
+	return b, in.name(), nil
+}
+
+// innerChunk is where an inner chunk is stored: its shard's key, its
+// place in the shard, and its bytes there (none: missing, the fill value).
+type innerChunk struct {
+	key     string
+	pos     int
+	off, n  uint64
+	missing bool
+}
+
+func (c innerChunk) name() string { return fmt.Sprintf("%s[%d]", c.key, c.pos) }
+
+// locate finds inner chunk idx of a sharded array in its shard's index.
+func (r *reader) locate(idx []int, shards *shardCache) (innerChunk, error) {
+	a := r.a
 	// The shard holding the inner chunk, and its place in the shard.
 	sidx := make([]int, len(idx))
 	pos := 0
@@ -454,26 +485,83 @@ func (r *reader) raw(idx []int, shards *shardCache) ([]byte, string, error) {
 		sidx[i] = idx[i] / per
 		pos = pos*per + idx[i]%per
 	}
-	key := r.prefix + a.key(keyIndex(a, sidx))
-	index, err := shards.index(r, key, sidx)
+	c := innerChunk{key: r.prefix + a.key(keyIndex(a, sidx)), pos: pos}
+	index, err := shards.index(r, c.key, sidx)
 	if err != nil {
-		return nil, key, err
+		return c, err
 	}
 	if index == nil {
-		return nil, key, nil
+		c.missing = true
+		return c, nil
 	}
-	off, n := index[2*pos], index[2*pos+1]
-	if off == math.MaxUint64 && n == math.MaxUint64 {
-		return nil, key, nil
+	c.off, c.n = index[2*pos], index[2*pos+1]
+	if c.off == math.MaxUint64 && c.n == math.MaxUint64 {
+		c.missing = true
+		return c, nil
 	}
-	if off > math.MaxInt64/2 || n > maxChunkBytes+1<<20 {
-		return nil, key, fmt.Errorf("shard %s: its index puts chunk %d at %d, %d bytes: past any object", key, pos, off, n)
+	if c.off > math.MaxInt64/2 || c.n > maxChunkBytes+1<<20 {
+		return c, fmt.Errorf("shard %s: its index puts chunk %d at %d, %d bytes: past any object", c.key, pos, c.off, c.n)
 	}
-	b, err := r.st.ReadRange(key, int64(off), int64(n))
-	if err != nil {
-		return nil, key, fmt.Errorf("shard %s: chunk %d: %w", key, pos, err)
+	return c, nil
+}
+
+// Coalesces says whether ReadChunks reads neighbouring chunks in fewer
+// requests than ReadChunk would: for a sharded array; the chunks of
+// another are objects of their own, read one by one.
+func (r *reader) Coalesces() bool { return r.a.shard != nil }
+
+// ReadChunks decodes chunks idxs of the ChunkShape grid into dsts, as
+// ReadChunk does each. The inner chunks of a shard that lie back to back
+// in it, in the order given, are read in one ranged request: on a store
+// of objects each request costs the server and any proxy on the way
+// about a millisecond of CPU, a 1 MiB inner chunk's transfer hardly more.
+// Never more of a shard than the chunks asked for. Safe from several
+// goroutines.
+func (r *reader) ReadChunks(dsts [][]byte, idxs [][]int) error {
+	r.shardsOnce.Do(func() { r.shards = &shardCache{chunks: r.a.Chunks} })
+	if r.a.shard == nil {
+		for i, idx := range idxs {
+			if err := r.chunk(dsts[i], idx, r.shards); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	return b, fmt.Sprintf("%s[%d]", key, pos), nil
+	ins := make([]innerChunk, len(idxs))
+	for i, idx := range idxs {
+		var err error
+		if ins[i], err = r.locate(idx, r.shards); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < len(ins); {
+		first := ins[i]
+		if first.missing {
+			fill(dsts[i], r.a.Fill)
+			i++
+			continue
+		}
+		j, end := i+1, first.off+first.n
+		for j < len(ins) && !ins[j].missing && ins[j].key == first.key && ins[j].off == end {
+			end += ins[j].n
+			j++
+		}
+		b, err := r.st.ReadRange(first.key, int64(first.off), int64(end-first.off))
+		if err != nil {
+			if j-i == 1 {
+				return fmt.Errorf("shard %s: chunk %d: %w", first.key, first.pos, err)
+			}
+			return fmt.Errorf("shard %s: chunks %d to %d: %w", first.key, first.pos, ins[j-1].pos, err)
+		}
+		for k := i; k < j; k++ {
+			at := ins[k].off - first.off
+			if err := r.decodeChunk(dsts[k], b[at:at+ins[k].n:at+ins[k].n], ins[k].name()); err != nil {
+				return err
+			}
+		}
+		i = j
+	}
+	return nil
 }
 
 // keyIndex is the index a key names: a scalar's chunk has none.
@@ -563,7 +651,7 @@ func decodeIndex(s *sharding, b []byte, key string) ([]uint64, error) {
 	body := b
 	for i := len(s.index.bytes_) - 1; i >= 0; i-- {
 		var err error
-		if body, err = s.index.bytes_[i](body, 16*s.perShard); err != nil {
+		if body, err = s.index.bytes_[i].decode(body, 16*s.perShard); err != nil {
 			return nil, fmt.Errorf("shard %s: its index: %w", key, err)
 		}
 	}

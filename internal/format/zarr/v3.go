@@ -207,7 +207,7 @@ type chain struct {
 	names  []string
 	order  []int // transpose's order; nil for none
 	shape  []int // the chunk shape, to undo transpose
-	bytes_ []func(raw []byte, size int) ([]byte, error)
+	bytes_ []bytesDecoder
 	shard  *sharding
 }
 
@@ -303,11 +303,11 @@ func parseChain(codecs []named, rank int, dt format.DType) (*chain, error) {
 			if stage != 1 {
 				return nil, fmt.Errorf("zarr.json codec %s before the array→bytes codec", k.Name)
 			}
-			f, name, err := bytesCodec(k)
+			d, name, err := bytesCodec(k)
 			if err != nil {
 				return nil, err
 			}
-			c.bytes_ = append(c.bytes_, f)
+			c.bytes_ = append(c.bytes_, d)
 			c.names = append(c.names, name)
 		default:
 			return nil, fmt.Errorf("zarr.json codec %q is not one depthspace reads (bytes, transpose, blosc, gzip, zstd, crc32c, sharding_indexed)", k.Name)
@@ -371,19 +371,28 @@ func parseSharding(raw json.RawMessage, rank int, dt format.DType) (*sharding, e
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// bytesCodec reads a bytes→bytes codec: decode returns the bytes it
+// bytesDecoder undoes a bytes→bytes codec. decode returns the bytes it
 // wraps, size being what the chunk's elements take (the last decode must
-// give exactly that).
-func bytesCodec(k named) (func(raw []byte, size int) ([]byte, error), string, error) {
-	withDst := func(f func(dst, raw []byte) error) func(raw []byte, size int) ([]byte, error) {
-		return func(raw []byte, size int) ([]byte, error) {
+// give exactly that). into, for a codec that decompresses, fills dst
+// exactly instead: the codec undone last decodes straight into the
+// chunk, with no buffer of its own to allocate and copy from (a 1 GiB
+// array of 1 MiB zstd chunks made 1 GiB of such garbage).
+type bytesDecoder struct {
+	decode func(raw []byte, size int) ([]byte, error)
+	into   func(dst, raw []byte) error
+}
+
+// bytesCodec reads a bytes→bytes codec.
+func bytesCodec(k named) (bytesDecoder, string, error) {
+	withDst := func(f func(dst, raw []byte) error) bytesDecoder {
+		return bytesDecoder{decode: func(raw []byte, size int) ([]byte, error) {
 			dst := make([]byte, size)
 			return dst, f(dst, raw)
-		}
+		}, into: f}
 	}
 	switch k.Name {
 	case "crc32c":
-		return func(raw []byte, _ int) ([]byte, error) {
+		return bytesDecoder{decode: func(raw []byte, _ int) ([]byte, error) {
 			if len(raw) < 4 {
 				return nil, fmt.Errorf("crc32c: %d bytes hold no checksum", len(raw))
 			}
@@ -392,7 +401,7 @@ func bytesCodec(k named) (func(raw []byte, size int) ([]byte, error), string, er
 				return nil, fmt.Errorf("crc32c %08x does not match the stored %08x", got, want)
 			}
 			return body, nil
-		}, "crc32c", nil
+		}}, "crc32c", nil
 	case "gzip":
 		return withDst(gzipChunk), "gzip", nil
 	case "zstd":
@@ -403,11 +412,11 @@ func bytesCodec(k named) (func(raw []byte, size int) ([]byte, error), string, er
 			Shuffle json.RawMessage `json:"shuffle"`
 		}
 		if err := strictJSON(k.Configuration, &conf); err != nil {
-			return nil, "", fmt.Errorf("zarr.json blosc: %w", err)
+			return bytesDecoder{}, "", fmt.Errorf("zarr.json blosc: %w", err)
 		}
 		return withDst(bloscChunk), "blosc " + conf.CName + " " + strings.Trim(string(conf.Shuffle), `"`), nil
 	}
-	return nil, "", fmt.Errorf("zarr.json codec %q is not read", k.Name)
+	return bytesDecoder{}, "", fmt.Errorf("zarr.json codec %q is not read", k.Name)
 }
 
 // decode turns one chunk's stored bytes into its elements in dst (C
@@ -415,10 +424,22 @@ func bytesCodec(k named) (func(raw []byte, size int) ([]byte, error), string, er
 func (c *chain) decode(dst, raw []byte) error {
 	b := raw
 	for i := len(c.bytes_) - 1; i >= 0; i-- {
+		d := c.bytes_[i]
+		if i == 0 && d.into != nil {
+			out := dst
+			if c.order != nil {
+				out = make([]byte, len(dst)) // transposed below
+			}
+			if err := d.into(out, b); err != nil {
+				return err
+			}
+			b = out
+			break
+		}
 		var err error
 		// Only the last codec to undo must give the chunk's size; the
 		// ones before it give what they hold (a crc32c strips 4 bytes).
-		if b, err = c.bytes_[i](b, len(dst)); err != nil {
+		if b, err = d.decode(b, len(dst)); err != nil {
 			return err
 		}
 	}
@@ -426,7 +447,9 @@ func (c *chain) decode(dst, raw []byte) error {
 		return fmt.Errorf("chunk holds %d bytes, want %d", len(b), len(dst))
 	}
 	if c.order == nil {
-		copy(dst, b)
+		if len(b) > 0 && &b[0] != &dst[0] {
+			copy(dst, b)
+		}
 		return nil
 	}
 	// b is the chunk transposed: its axis i is the chunk's axis order[i].
