@@ -253,6 +253,11 @@ type placeOutput struct {
 // once: with 16 MiB chunks, four of them; with small chunks, --io-jobs.
 const putBudget = 64 << 20
 
+// abortGrace is how long a failed or interrupted run waits for its puts
+// under way to be answered before cancelling them: at most putBudget's
+// bytes, sent already or going.
+var abortGrace = 30 * time.Second
+
 // remoteOutputs are the stores being written to places, whose objects a
 // signal deletes (removeStaging).
 var remoteOutputs sync.Map
@@ -537,13 +542,24 @@ func (o *placeOutput) abort() {
 }
 
 func (o *placeOutput) deletePut() {
-	o.cancel()
 	o.mu.Lock()
 	if o.err == nil {
 		o.err = errors.New("the store's output was abandoned")
 	}
 	o.mu.Unlock()
-	_ = o.wait()
+	// The puts under way are let finish before their objects are
+	// deleted, not cancelled: a request given up once its body is sent
+	// may still be stored by the server after the cancelled call has
+	// returned, and after its deletion, leaving a chunk behind. A server
+	// that does not answer within abortGrace is given up on.
+	finished := make(chan struct{})
+	go func() { _ = o.wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(abortGrace):
+	}
+	o.cancel()
+	<-finished
 	o.mu.Lock()
 	names := make([]string, len(o.put))
 	for i, k := range o.put {
