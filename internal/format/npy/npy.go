@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -537,6 +538,39 @@ func encodeNpy(h format.Header, align int) []byte {
 	return out
 }
 
+// lastPreamble is the preamble Preamble made last, and what it depends
+// on: a batch writes thousands of outputs of one shape, and each made
+// the same bytes again (the text and an allocation a file). Preamble's
+// bytes are written out, never changed, so outputs share them.
+var lastPreamble struct {
+	sync.Mutex
+	descr   string
+	size    int
+	fortran bool
+	shape   []int
+	pre     []byte
+}
+
+// sharedPreamble is EncodeNpyFile(h), the same bytes as the last call's
+// when h has that call's dtype, order and shape.
+func sharedPreamble(h format.Header) []byte {
+	lp := &lastPreamble
+	descr := h.DType.Descr()
+	lp.Lock()
+	if lp.pre != nil && lp.descr == descr && lp.size == h.DType.Size && lp.fortran == h.Fortran && slices.Equal(lp.shape, h.Shape) {
+		pre := lp.pre
+		lp.Unlock()
+		return pre
+	}
+	lp.Unlock()
+	pre := EncodeNpyFile(h)
+	shape := slices.Clone(h.Shape)
+	lp.Lock()
+	lp.descr, lp.size, lp.fortran, lp.shape, lp.pre = descr, h.DType.Size, h.Fortran, shape, pre
+	lp.Unlock()
+	return pre
+}
+
 func pyBool(b bool) string {
 	if b {
 		return "True"
@@ -547,5 +581,5 @@ func pyBool(b bool) string {
 func init() {
 	format.Register(format.Format{Kind: KindNpy, InTar: true, ShardDefault: true, Plain: true, InPlace: inPlace, Rank: 1, Doc: "numpy .npy, every fixed-size dtype, C and Fortran order", Exts: []string{".npy"}, SniffOrder: 10,
 		Sniff:    func(b []byte) bool { return strings.HasPrefix(string(b[:min(len(b), 6)]), NpyMagic) },
-		Preamble: func(h format.Header, _ string) ([]byte, error) { return EncodeNpyFile(h), nil }})
+		Preamble: func(h format.Header, _ string) ([]byte, error) { return sharedPreamble(h), nil }})
 }
