@@ -211,6 +211,9 @@ func Run(opts Options) (*Summary, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// The worker's files, one after another, keep their
+			// bookkeeping in the same memory (pipeline.Reuse).
+			reuse := new(pipeline.Reuse)
 			for {
 				it, i, w, skip, ok := r.take()
 				if !ok {
@@ -233,7 +236,7 @@ func Run(opts Options) (*Summary, error) {
 				if it.size >= pipeline.DefaultChunkBytes {
 					counted = new(atomic.Int64)
 				}
-				rec, err := r.transform(it, w, counted)
+				rec, err := r.transform(it, w, counted, reuse)
 				r.release(w)
 				shown := int64(0)
 				if counted != nil {
@@ -391,8 +394,8 @@ func (r *runner) release(n int) {
 
 // transform runs one file's job on threads threads, adding the data bytes
 // it has done so far to counted (and to the progress shown) unless
-// counted is nil.
-func (r *runner) transform(it item, threads int, counted *atomic.Int64) (rec Record, err error) {
+// counted is nil; the job keeps its bookkeeping in reuse, the worker's.
+func (r *runner) transform(it item, threads int, counted *atomic.Int64, reuse *pipeline.Reuse) (rec Record, err error) {
 	rec = Record{Input: it.input, Output: it.output, Status: StatusFailed}
 	defer func() {
 		if p := recover(); p != nil {
@@ -410,6 +413,7 @@ func (r *runner) transform(it item, threads int, counted *atomic.Int64) (rec Rec
 	job.Path, job.Output, job.Threads = it.input, it.output, min(threads, max(1, r.opts.Threads))
 	job.Stdin, job.Stream = nil, false
 	job.Stdout, job.StdoutTTY = io.Discard, false
+	job.Reuse = reuse
 	// Progress counts tensor data bytes, the totals file sizes: a JSON
 	// file's data can outgrow its text, so a file never shows more than
 	// its size.

@@ -161,6 +161,10 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan, to format.Kind) [
 	)
 	if len(ts) == 1 {
 		one := new(oneMember)
+		if opts.Reuse != nil {
+			one = &opts.Reuse.one
+			*one = oneMember{}
+		}
 		jobs, results, runs = one.job[:], one.res[:], one.run[:]
 	} else {
 		jobs, results, runs = make([]MemberJob, len(ts)), make([]Result, len(ts)), make([]memberRun, len(ts))

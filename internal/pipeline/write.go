@@ -34,6 +34,7 @@ type dest struct {
 	target fileio.Target
 	limit  int // the most memory a member made a batch of items at a time takes
 	store  format.WriteOptions
+	w      *writing // where the output's bookkeeping is kept (Options.Reuse); nil: new memory
 }
 
 // writeResult writes jobs as one output of format kind at d, atomically
@@ -54,7 +55,11 @@ func writeResult(d dest, kind format.Kind, jobs []MemberJob) (*Result, error) {
 	if err != nil {
 		return nil, pathErr(d.path, err)
 	}
-	w := &writing{out: out, f: f, jobs: jobs, limit: d.limit}
+	w := d.w
+	if w == nil {
+		w = new(writing)
+	}
+	*w = writing{out: out, f: f, jobs: jobs, limit: d.limit}
 	if err := w.write(); err != nil {
 		out.Abort()
 		var pe *PathError
