@@ -187,10 +187,12 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan, to format.Kind) [
 		*res = Result{Input: opts.Path, Output: opts.Output, InShape: t.Shape, OutShape: p.Out,
 			DType: t.DType.Name(), Bytes: int64(p.Bytes()), Name: name}
 		run := &runs[i]
-		*run = memberRun{chunkedJob: chunkedJob{plan: p, t: t, progress: opts.Progress}, chunkBytes: opts.ChunkBytes}
+		*run = memberRun{chunkedJob: chunkedJob{plan: p, t: t, progress: opts.Progress}, chunkBytes: opts.ChunkBytes,
+			threads: opts.Threads, input: input, items: p.Items()}
 		jobs[i] = MemberJob{
 			Name: name, Header: format.Header{DType: t.DType, Shape: p.Out},
-			Producer: producer(p, t, opts.Threads), Compressed: t.Compressed, Meta: t.Meta, From: t.Kind, Threads: opts.Threads,
+			Producer:   Producer{Itemwise: true, Items: run.items, member: run},
+			Compressed: t.Compressed, Meta: t.Meta, From: t.Kind, Threads: opts.Threads,
 			Result: res, Input: input, Piped: t.Stream != nil, run: run,
 		}
 		if p.Streams() {
@@ -215,17 +217,9 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan, to format.Kind) [
 			jobs[i].Load = t.inflate
 			jobs[i].Release = t.release
 		}
-		if t.input != nil && t.input.Arriving() != nil {
-			// Made from Data, not read chunk by chunk: the whole
-			// object first.
-			run := jobs[i].Producer.Run
-			jobs[i].Producer.Run = func(dst []byte, first, count int) error {
-				if err := t.arrived(); err != nil {
-					return pathErr(input, err)
-				}
-				return run(dst, first, count)
-			}
-		}
+		// Made from Data, not read chunk by chunk: an object still
+		// arriving is waited for whole first.
+		run.arriving = t.input != nil && t.input.Arriving() != nil
 		if t.Stream != nil {
 			jobs[i].Load = func() error {
 				data, err := readWhole(t.Stream, int64(p.InBytes()))
@@ -255,6 +249,29 @@ type memberRun struct {
 	chunkBytes int
 	streams    bool
 	small      bool
+	// What Producer.produce needs: -j, the input's name for an error,
+	// the plan's items, and whether the input is an object still
+	// arriving.
+	threads  int
+	input    string
+	items    int
+	arriving bool
+}
+
+// produce fills dst with the member's bytes, all of them (first 0,
+// count = items) or the items [first, first+count), from its input's
+// Data.
+func (r *memberRun) produce(dst []byte, first, count int) error {
+	t := r.t
+	if r.arriving {
+		if err := t.arrived(); err != nil {
+			return pathErr(r.input, err)
+		}
+	}
+	if first == 0 && count == r.items {
+		return r.plan.Run(dst, t.Data, r.threads)
+	}
+	return r.plan.RunItems(dst, t.Data, first, count, r.threads)
 }
 
 // stream computes the member chunk by chunk (stream.go) into out, its

@@ -194,20 +194,17 @@ type Producer struct {
 	Itemwise bool // can produce batch items one by one
 	Items    int  // batch size
 	Run      func(dst []byte, first, count int) error
+	// member, when Run is nil, produces the bytes: a member job's own
+	// plan and input (memberRun.produce), with no closure to allocate.
+	member *memberRun
 }
 
-func producer(plan *ops.Plan, t *Tensor, threads int) Producer {
-	items := plan.Items()
-	return Producer{
-		Itemwise: true,
-		Items:    items,
-		Run: func(dst []byte, first, count int) error {
-			if first == 0 && count == items {
-				return plan.Run(dst, t.Data, threads)
-			}
-			return plan.RunItems(dst, t.Data, first, count, threads)
-		},
+// produce fills dst as Run says.
+func (p *Producer) produce(dst []byte, first, count int) error {
+	if p.Run != nil {
+		return p.Run(dst, first, count)
 	}
+	return p.member.produce(dst, first, count)
 }
 
 func outputKind(to format.Kind, output string, in format.Kind) format.Kind {

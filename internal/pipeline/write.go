@@ -206,7 +206,7 @@ func (w *writing) place(fo *assembled, off int64, j *MemberJob) error {
 		if err != nil {
 			return err
 		}
-		return j.Producer.Run(m[off:], 0, j.Producer.Items)
+		return j.Producer.produce(m[off:], 0, j.Producer.Items)
 	}
 	return produceTo(&offsetWriter{out: fo, off: off}, size, w.limit, j.Producer)
 }
@@ -279,7 +279,7 @@ func (w *writing) gather(g format.Gatherer, j *MemberJob) error {
 	if err != nil {
 		return err
 	}
-	if err := j.Producer.Run(b, 0, j.Producer.Items); err != nil {
+	if err := j.Producer.produce(b, 0, j.Producer.Items); err != nil {
 		return w.memberErr(j, err)
 	}
 	return nil
@@ -563,7 +563,7 @@ func packWhole(c format.Compressor, j *MemberJob, d *packed) error {
 		defer j.Release()
 	}
 	data := make([]byte, j.Header.DataBytes())
-	if err := j.Producer.Run(data, 0, j.Producer.Items); err != nil {
+	if err := j.Producer.produce(data, 0, j.Producer.Items); err != nil {
 		return err
 	}
 	var err error
@@ -618,7 +618,7 @@ func produceTo(w io.Writer, size int64, limit int, p Producer) error {
 	}
 	if !p.Itemwise || p.Items <= 1 || itemBytes > int64(limit) || size <= int64(limit) {
 		data := make([]byte, size)
-		if err := p.Run(data, 0, p.Items); err != nil {
+		if err := p.produce(data, 0, p.Items); err != nil {
 			return err
 		}
 		_, err := w.Write(data)
@@ -629,7 +629,7 @@ func produceTo(w io.Writer, size int64, limit int, p Producer) error {
 	for first := 0; first < p.Items; first += per {
 		count := min(per, p.Items-first)
 		b := buf[:int64(count)*itemBytes]
-		if err := p.Run(b, first, count); err != nil {
+		if err := p.produce(b, first, count); err != nil {
 			return err
 		}
 		if _, err := w.Write(b); err != nil {
