@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -211,9 +212,7 @@ func Run(opts Options) (*Summary, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// The worker's files, one after another, keep their
-			// bookkeeping in the same memory (pipeline.Reuse).
-			reuse := new(pipeline.Reuse)
+			wk := new(worker)
 			for {
 				it, i, w, skip, ok := r.take()
 				if !ok {
@@ -236,7 +235,7 @@ func Run(opts Options) (*Summary, error) {
 				if it.size >= pipeline.DefaultChunkBytes {
 					counted = new(atomic.Int64)
 				}
-				rec, err := r.transform(it, w, counted, reuse)
+				rec, err := r.transform(it, w, counted, wk)
 				r.release(w)
 				shown := int64(0)
 				if counted != nil {
@@ -392,10 +391,30 @@ func (r *runner) release(n int) {
 	}
 }
 
+// worker is what a batch worker keeps from one file to the next.
+type worker struct {
+	// reuse is where its files, one after another, keep their
+	// bookkeeping (pipeline.Options.Reuse).
+	reuse pipeline.Reuse
+	// dir is the output directory of its last file, made. The next
+	// file's is usually the same (the walk gives a directory's files
+	// in a row) and is then known by a compare, without filepath.Dir's
+	// clean and a look in the runner's map of them (a twentieth of a
+	// small file's own CPU).
+	dir string
+}
+
+// inDir says output is a file directly in w.dir.
+func (w *worker) inDir(output string) bool {
+	n := len(w.dir)
+	return n > 0 && len(output) > n+1 && output[n] == filepath.Separator && output[:n] == w.dir &&
+		strings.IndexByte(output[n+1:], filepath.Separator) < 0
+}
+
 // transform runs one file's job on threads threads, adding the data bytes
 // it has done so far to counted (and to the progress shown) unless
-// counted is nil; the job keeps its bookkeeping in reuse, the worker's.
-func (r *runner) transform(it item, threads int, counted *atomic.Int64, reuse *pipeline.Reuse) (rec Record, err error) {
+// counted is nil, on worker w.
+func (r *runner) transform(it item, threads int, counted *atomic.Int64, w *worker) (rec Record, err error) {
 	rec = Record{Input: it.input, Output: it.output, Status: StatusFailed}
 	defer func() {
 		if p := recover(); p != nil {
@@ -403,17 +422,21 @@ func (r *runner) transform(it item, threads int, counted *atomic.Int64, reuse *p
 			err = &pipeline.PathError{Path: it.input, Err: fmt.Errorf("internal error: %v (please report this)", p)}
 		}
 	}()
-	if dir := filepath.Dir(it.output); !isObject(it.output) && !r.made(dir) {
-		if err := os.MkdirAll(dir, 0o777); err != nil {
-			return rec, &pipeline.PathError{Path: dir, Err: fmt.Errorf("cannot create the output directory: %w", unwrap(err))}
+	if !isObject(it.output) && !w.inDir(it.output) {
+		dir := filepath.Dir(it.output)
+		if !r.made(dir) {
+			if err := os.MkdirAll(dir, 0o777); err != nil {
+				return rec, &pipeline.PathError{Path: dir, Err: fmt.Errorf("cannot create the output directory: %w", unwrap(err))}
+			}
+			r.dirs.Store(dir, true)
 		}
-		r.dirs.Store(dir, true)
+		w.dir = dir
 	}
 	job := r.opts.Job
 	job.Path, job.Output, job.Threads = it.input, it.output, min(threads, max(1, r.opts.Threads))
 	job.Stdin, job.Stream = nil, false
 	job.Stdout, job.StdoutTTY = io.Discard, false
-	job.Reuse = reuse
+	job.Reuse = &w.reuse
 	// Progress counts tensor data bytes, the totals file sizes: a JSON
 	// file's data can outgrow its text, so a file never shows more than
 	// its size.
