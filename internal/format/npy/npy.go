@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/depthspace/depthspace/internal/format"
@@ -150,13 +151,41 @@ func ParseNpy(b []byte) (Npy, error) {
 			}
 		}
 	}
-	h, ok := numpyHeader(text)
+	h, ok := sameHeader(text)
 	if !ok {
 		if h, err = parseDict(string(text), fixed); err != nil {
 			return Npy{}, err
 		}
 	}
 	return Npy{Header: h, Kind: KindNpy, Major: major, Minor: int(b[7]), DataOffset: int64(fixed + hlen)}, nil
+}
+
+// lastHeader is the header numpyHeader read last, with its text.
+var lastHeader atomic.Pointer[knownHeader]
+
+type knownHeader struct {
+	text string
+	h    format.Header
+}
+
+// sameHeader is numpyHeader(text), read again only when text is not the
+// text it read last: the files of a batch mostly share one header, and
+// comparing it costs a fraction of reading it (a descr looked up, the
+// dimensions counted and parsed). The shape returned is the caller's own.
+func sameHeader(text []byte) (format.Header, bool) {
+	if k := lastHeader.Load(); k != nil && k.text == string(text) {
+		h := k.h
+		h.Shape = make([]int, len(k.h.Shape))
+		copy(h.Shape, k.h.Shape)
+		return h, true
+	}
+	h, ok := numpyHeader(text)
+	if ok {
+		k := &knownHeader{text: string(text), h: h}
+		k.h.Shape = slices.Clone(h.Shape)
+		lastHeader.Store(k)
+	}
+	return h, ok
 }
 
 // numpyHeader reads a header written as numpy writes it, byte for byte:

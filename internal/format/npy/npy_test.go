@@ -350,3 +350,44 @@ func TestPreambleSharedPerHeader(t *testing.T) {
 		t.Fatalf("after the caller's shape changed: preamble %q, want %q", got, want)
 	}
 }
+
+// ParseNpy reads a header that is the last one's again from what it
+// read then: headers that differ in one thing, taken in turn and each
+// three times, read as the strict parser reads them, and each caller's shape
+// is its own.
+func TestParseNpySameHeaderAgain(t *testing.T) {
+	texts := []string{
+		"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 64, 64), }",
+		"{'descr': '<f4', 'fortran_order': True, 'shape': (1, 3, 64, 64), }",
+		"{'descr': '<f4', 'fortran_order': True, 'shape': (1, 3, 64, 32), }",
+		"{'descr': '<i4', 'fortran_order': True, 'shape': (1, 3, 64, 32), }",
+		"{'descr': '<i4', 'fortran_order': True, 'shape': (3, 64, 32), }",
+		"{'descr': '<i4', 'fortran_order': True, 'shape': (3,), }",
+		"{'descr': '<i4', 'fortran_order': True, 'shape': (), }",
+		"{'descr': '|V2', 'fortran_order': True, 'shape': (), }",
+		"{'descr': '|V2', 'fortran_order': False, 'shape': (2, 2), }",
+	}
+	var prev []int
+	for round := range 2 {
+		for _, text := range texts {
+			for range 3 { // read, then known twice
+				file := npyWith(1, text+strings.Repeat(" ", 63-(len(text)+10)%64)+"\n")
+				got, err := ParseNpy(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := parseDict(text, 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got.Header, want) {
+					t.Fatalf("round %d, %s: read %+v, want %+v", round, text, got.Header, want)
+				}
+				if len(got.Shape) > 0 && len(prev) > 0 && &got.Shape[0] == &prev[0] {
+					t.Fatalf("%s: two reads share a shape", text)
+				}
+				prev = got.Shape
+			}
+		}
+	}
+}
