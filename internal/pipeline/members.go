@@ -185,7 +185,7 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan, to format.Kind) [
 		}
 		res := &results[i]
 		*res = Result{Input: opts.Path, Output: opts.Output, InShape: t.Shape, OutShape: p.Out,
-			DType: t.DType.Name(), Bytes: int64(p.Bytes()), Name: name}
+			DType: dtypeName(opts.Reuse, t.DType), Bytes: int64(p.Bytes()), Name: name}
 		run := &runs[i]
 		*run = memberRun{chunkedJob: chunkedJob{plan: p, t: t, progress: opts.Progress}, chunkBytes: opts.ChunkBytes,
 			threads: opts.Threads, input: input, items: p.Items()}

@@ -65,6 +65,21 @@ type Reuse struct {
 	tensor Tensor
 	one    oneMember
 	w      writing
+	// The last dtype named for a Result, and its name: a batch's files
+	// mostly share one, whose name was an allocation a file.
+	dtype     format.DType
+	dtypeName string
+}
+
+// dtypeName is d.Name(), remembered in reuse (if any).
+func dtypeName(reuse *Reuse, d format.DType) string {
+	if reuse == nil {
+		return d.Name()
+	}
+	if reuse.dtypeName == "" || reuse.dtype != d {
+		reuse.dtype, reuse.dtypeName = d, d.Name()
+	}
+	return reuse.dtypeName
 }
 
 // plan plans the job for one tensor.
