@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/depthspace/depthspace/internal/gcpace"
 	fileio "github.com/depthspace/depthspace/internal/io"
+	"github.com/depthspace/depthspace/internal/ops"
 	"github.com/depthspace/depthspace/internal/pipeline"
 	"github.com/depthspace/depthspace/internal/walk"
 )
@@ -212,7 +214,7 @@ func Run(opts Options) (*Summary, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			wk := new(worker)
+			wk := newWorker(r.opts.Job.Planner)
 			for {
 				it, i, w, skip, ok := r.take()
 				if !ok {
@@ -402,6 +404,36 @@ type worker struct {
 	// clean and a look in the runner's map of them (a twentieth of a
 	// small file's own CPU).
 	dir string
+	// The worker's last plan, for its shape, element size and order (a
+	// batch's files mostly share one), in front of the batch's cache of
+	// them (cachePlans), whose key was made and looked up under a lock
+	// for every file; planner is plan, made once.
+	planned  bool
+	shape    []int
+	elemSize int
+	fortran  bool
+	p        *ops.Plan
+	err      error
+	planner  func(shape []int, elemSize int, fortran bool) (*ops.Plan, error)
+	next     func(shape []int, elemSize int, fortran bool) (*ops.Plan, error)
+}
+
+// newWorker is a worker whose plans come from the batch's planner.
+func newWorker(planner func(shape []int, elemSize int, fortran bool) (*ops.Plan, error)) *worker {
+	w := &worker{next: planner}
+	w.planner = w.plan
+	return w
+}
+
+// plan is the plan for a tensor: the last one's when the tensor is
+// alike, else the batch planner's.
+func (w *worker) plan(shape []int, elemSize int, fortran bool) (*ops.Plan, error) {
+	if w.planned && elemSize == w.elemSize && fortran == w.fortran && slices.Equal(shape, w.shape) {
+		return w.p, w.err
+	}
+	p, err := w.next(shape, elemSize, fortran)
+	w.planned, w.shape, w.elemSize, w.fortran, w.p, w.err = true, append(w.shape[:0], shape...), elemSize, fortran, p, err
+	return p, err
 }
 
 // inDir says output is a file directly in w.dir.
@@ -437,6 +469,7 @@ func (r *runner) transform(it item, threads int, counted *atomic.Int64, w *worke
 	job.Stdin, job.Stream = nil, false
 	job.Stdout, job.StdoutTTY = io.Discard, false
 	job.Reuse = &w.reuse
+	job.Planner = w.planner
 	// Progress counts tensor data bytes, the totals file sizes: a JSON
 	// file's data can outgrow its text, so a file never shows more than
 	// its size.
