@@ -160,10 +160,12 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan, to format.Kind) [
 		runs    []memberRun
 	)
 	if len(ts) == 1 {
-		one := new(oneMember)
+		var one *oneMember
 		if opts.Reuse != nil {
 			one = &opts.Reuse.one
 			*one = oneMember{}
+		} else {
+			one = new(oneMember)
 		}
 		jobs, results, runs = one.job[:], one.res[:], one.run[:]
 	} else {
