@@ -16,12 +16,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/depthspace/depthspace/internal/gcpace"
 	fileio "github.com/depthspace/depthspace/internal/io"
+	"github.com/depthspace/depthspace/internal/ops"
 	"github.com/depthspace/depthspace/internal/pipeline"
 	"github.com/depthspace/depthspace/internal/walk"
 )
@@ -211,6 +214,7 @@ func Run(opts Options) (*Summary, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			wk := newWorker(r.opts.Job.Planner)
 			for {
 				it, i, w, skip, ok := r.take()
 				if !ok {
@@ -233,7 +237,7 @@ func Run(opts Options) (*Summary, error) {
 				if it.size >= pipeline.DefaultChunkBytes {
 					counted = new(atomic.Int64)
 				}
-				rec, err := r.transform(it, w, counted)
+				rec, err := r.transform(it, w, counted, wk)
 				r.release(w)
 				shown := int64(0)
 				if counted != nil {
@@ -389,10 +393,60 @@ func (r *runner) release(n int) {
 	}
 }
 
+// worker is what a batch worker keeps from one file to the next.
+type worker struct {
+	// reuse is where its files, one after another, keep their
+	// bookkeeping (pipeline.Options.Reuse).
+	reuse pipeline.Reuse
+	// dir is the output directory of its last file, made. The next
+	// file's is usually the same (the walk gives a directory's files
+	// in a row) and is then known by a compare, without filepath.Dir's
+	// clean and a look in the runner's map of them (a twentieth of a
+	// small file's own CPU).
+	dir string
+	// The worker's last plan, for its shape, element size and order (a
+	// batch's files mostly share one), in front of the batch's cache of
+	// them (cachePlans), whose key was made and looked up under a lock
+	// for every file; planner is plan, made once.
+	planned  bool
+	shape    []int
+	elemSize int
+	fortran  bool
+	p        *ops.Plan
+	err      error
+	planner  func(shape []int, elemSize int, fortran bool) (*ops.Plan, error)
+	next     func(shape []int, elemSize int, fortran bool) (*ops.Plan, error)
+}
+
+// newWorker is a worker whose plans come from the batch's planner.
+func newWorker(planner func(shape []int, elemSize int, fortran bool) (*ops.Plan, error)) *worker {
+	w := &worker{next: planner}
+	w.planner = w.plan
+	return w
+}
+
+// plan is the plan for a tensor: the last one's when the tensor is
+// alike, else the batch planner's.
+func (w *worker) plan(shape []int, elemSize int, fortran bool) (*ops.Plan, error) {
+	if w.planned && elemSize == w.elemSize && fortran == w.fortran && slices.Equal(shape, w.shape) {
+		return w.p, w.err
+	}
+	p, err := w.next(shape, elemSize, fortran)
+	w.planned, w.shape, w.elemSize, w.fortran, w.p, w.err = true, append(w.shape[:0], shape...), elemSize, fortran, p, err
+	return p, err
+}
+
+// inDir says output is a file directly in w.dir.
+func (w *worker) inDir(output string) bool {
+	n := len(w.dir)
+	return n > 0 && len(output) > n+1 && output[n] == filepath.Separator && output[:n] == w.dir &&
+		strings.IndexByte(output[n+1:], filepath.Separator) < 0
+}
+
 // transform runs one file's job on threads threads, adding the data bytes
 // it has done so far to counted (and to the progress shown) unless
-// counted is nil.
-func (r *runner) transform(it item, threads int, counted *atomic.Int64) (rec Record, err error) {
+// counted is nil, on worker w.
+func (r *runner) transform(it item, threads int, counted *atomic.Int64, w *worker) (rec Record, err error) {
 	rec = Record{Input: it.input, Output: it.output, Status: StatusFailed}
 	defer func() {
 		if p := recover(); p != nil {
@@ -400,16 +454,22 @@ func (r *runner) transform(it item, threads int, counted *atomic.Int64) (rec Rec
 			err = &pipeline.PathError{Path: it.input, Err: fmt.Errorf("internal error: %v (please report this)", p)}
 		}
 	}()
-	if dir := filepath.Dir(it.output); !isObject(it.output) && !r.made(dir) {
-		if err := os.MkdirAll(dir, 0o777); err != nil {
-			return rec, &pipeline.PathError{Path: dir, Err: fmt.Errorf("cannot create the output directory: %w", unwrap(err))}
+	if !isObject(it.output) && !w.inDir(it.output) {
+		dir := filepath.Dir(it.output)
+		if !r.made(dir) {
+			if err := os.MkdirAll(dir, 0o777); err != nil {
+				return rec, &pipeline.PathError{Path: dir, Err: fmt.Errorf("cannot create the output directory: %w", unwrap(err))}
+			}
+			r.dirs.Store(dir, true)
 		}
-		r.dirs.Store(dir, true)
+		w.dir = dir
 	}
 	job := r.opts.Job
 	job.Path, job.Output, job.Threads = it.input, it.output, min(threads, max(1, r.opts.Threads))
 	job.Stdin, job.Stream = nil, false
 	job.Stdout, job.StdoutTTY = io.Discard, false
+	job.Reuse = &w.reuse
+	job.Planner = w.planner
 	// Progress counts tensor data bytes, the totals file sizes: a JSON
 	// file's data can outgrow its text, so a file never shows more than
 	// its size.

@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/ops"
@@ -50,5 +51,48 @@ func TestCachePlans(t *testing.T) {
 	before = calls
 	if job.Planner([]int{1, 3, 4, 4}, 4, false); calls != before+1 {
 		t.Errorf("after %d more shapes, [1 3 4 4] was planned %d times, want once", maxPlans, calls-before)
+	}
+}
+
+// A worker plans a tensor like the last one with that one's plan, and
+// any other with the batch's planner: tensors of two shapes, two element
+// sizes and both orders, alternating, each get the plan the batch's
+// planner gives them, errors included.
+func TestWorkerPlan(t *testing.T) {
+	req := ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}
+	calls := 0
+	w := newWorker(func(shape []int, elemSize int, fortran bool) (*ops.Plan, error) {
+		calls++
+		return ops.NewPlan(req, shape, elemSize, fortran)
+	})
+	type tensor struct {
+		shape    []int
+		elemSize int
+		fortran  bool
+	}
+	tensors := []tensor{
+		{[]int{1, 3, 4, 4}, 4, false}, {[]int{1, 3, 4, 6}, 4, false}, {[]int{1, 3, 4, 4}, 4, false},
+		{[]int{1, 3, 4, 4}, 2, false}, {[]int{1, 3, 4, 4}, 2, true}, {[]int{1, 3, 4, 4}, 4, true},
+		{[]int{1, 3, 5, 5}, 4, true}, {[]int{1, 3, 4, 4}, 4, true}, {[]int{3, 4, 4}, 4, true},
+	}
+	for round := range 2 {
+		for _, c := range tensors {
+			for range 2 { // planned, then the last one's
+				shape := append([]int(nil), c.shape...)
+				got, err := w.planner(shape, c.elemSize, c.fortran)
+				shape[len(shape)-1] = 1000 // the caller's slice is its own
+				want, werr := ops.NewPlan(req, c.shape, c.elemSize, c.fortran)
+				if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
+					t.Fatalf("round %d, %v: error %v, want %v", round, c, err, werr)
+				}
+				if err == nil && (!slices.Equal(got.In, want.In) || !slices.Equal(got.Out, want.Out) || got.Bytes() != want.Bytes() ||
+					got.InBytes() != want.InBytes() || got.Items() != want.Items()) {
+					t.Fatalf("round %d, %v: plan %+v, want %+v", round, c, got, want)
+				}
+			}
+		}
+	}
+	if want := 2 * len(tensors); calls != want {
+		t.Errorf("the batch's planner was asked %d times for %d tensors each taken twice in a row, want %d", calls, len(tensors), want)
 	}
 }

@@ -66,7 +66,9 @@ type Format struct {
 	// ONNX): the output is then streamed. Encode writes a whole tensor at
 	// once, for the others (JSON, PNG). Containers have neither; Writers
 	// (layout.go) makes either a layout of one member, so that every
-	// output is written the same way.
+	// output is written the same way. Its bytes may be shared between
+	// outputs (npy gives one header's to every file of that header):
+	// they are written out, never changed.
 	Preamble func(h Header, name string) ([]byte, error)
 	Encode   func(w io.Writer, h Header, name string, data []byte) error
 	// CanWrite says why a tensor cannot be written in this format (nil:

@@ -44,6 +44,9 @@ type Source struct {
 	// container to work on: the transforms copy the others to the output
 	// unchanged, info and compare leave them out (Picked).
 	Members []string
+	// into, when set, is the Tensor a single-tensor input is decoded
+	// into (Options.Reuse), instead of a new one.
+	into *Tensor
 }
 
 // Picked keeps the tensors of a container whose names match globs (all
@@ -410,7 +413,11 @@ func decode(src Source, in *fileio.Input) (*Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tensor{Kind: kind, input: in}
+	t := src.into
+	if t == nil {
+		t = new(Tensor)
+	}
+	*t = Tensor{Kind: kind, input: in}
 	f := format.Lookup(kind)
 	if f == nil || f.InPlace == nil {
 		// Decoded whole: every byte first (an object still arriving).

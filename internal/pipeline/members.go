@@ -103,7 +103,7 @@ type MemberJob struct {
 	Compressed bool // the source array was deflated
 	// Load, when set, is called before Producer (a streamed input is read
 	// whole here, a deferred npz member inflated: members are written one
-	// after the other). Stream and Small do not need it.
+	// after the other). A streamed or small run does not need it.
 	Load func() error
 	// Release, when set, lets what Load brought in go once the member is
 	// written.
@@ -117,21 +117,16 @@ type MemberJob struct {
 	// Threads is -j: the workers of a streamed run, or the goroutines
 	// that compress members at once.
 	Threads int
-	// Stream, when set, computes the member chunk by chunk (stream.go)
-	// into out, its data starting at base: by position from several
-	// workers into a file, in order into a stream.
-	Stream func(out sink, base int64, threads int) error
-	// Small, when set, computes the member in one call into dst, its
-	// exact size: the input is in memory and the result small, so a
-	// small file is made in memory and written with one call.
-	Small func(dst []byte) error
+	// run, when set, computes the member chunk by chunk or whole in
+	// one call (memberRun: streams, small), besides Producer.
+	run *memberRun
 	// Ready, when set, brings a streamed member's deferred input in (a
 	// deflated npz member inflated: into a scratch file when big) before
 	// anything of the member is written in order, so that a corrupt one
-	// fails with nothing of it on a pipe. Stream brings it itself
+	// fails with nothing of it on a pipe. A streamed run brings it itself
 	// otherwise.
 	Ready func() error
-	// Input is the input's path, named in an error of Stream or Small
+	// Input is the input's path, named in an error of its computation
 	// ("stdin" when Piped, the stream read as it goes).
 	Input string
 	Piped bool
@@ -154,11 +149,30 @@ func (j *MemberJob) inputErr(err error) error {
 // memberJobs makes the jobs of an output of format to from the tensors
 // ts and their plans.
 func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan, to format.Kind) []MemberJob {
-	jobs := make([]MemberJob, len(ts))
+	// A job's Result and what its computation needs come with the jobs,
+	// in one allocation for a single tensor (a file of a batch of small
+	// ones), in one per kind for several: a job, its Result, its chunk
+	// work and a closure for each way of computing it were six
+	// allocations a file.
+	var (
+		jobs    []MemberJob
+		results []Result
+		runs    []memberRun
+	)
+	if len(ts) == 1 {
+		var one *oneMember
+		if opts.Reuse != nil {
+			one = &opts.Reuse.one
+			*one = oneMember{}
+		} else {
+			one = new(oneMember)
+		}
+		jobs, results, runs = one.job[:], one.res[:], one.run[:]
+	} else {
+		jobs, results, runs = make([]MemberJob, len(ts)), make([]Result, len(ts)), make([]memberRun, len(ts))
+	}
 	container := format.IsContainer(to)
-	// What the closures need of opts, not opts: captured, the whole
-	// Options would be copied to the heap for every file of a batch.
-	input, chunkBytes, progress := opts.Path, opts.ChunkBytes, opts.Progress
+	input := opts.Path
 	for i, t := range ts {
 		t, p := t, plans[i]
 		name := t.Name // a single tensor's own name (an ONNX TensorProto's)
@@ -171,41 +185,27 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan, to format.Kind) [
 		if to, ok := opts.Rename[name]; ok {
 			name = to
 		}
+		res := &results[i]
+		*res = Result{Input: opts.Path, Output: opts.Output, InShape: t.Shape, OutShape: p.Out,
+			DType: dtypeName(opts.Reuse, t.DType), Bytes: int64(p.Bytes()), Name: name}
+		run := &runs[i]
+		*run = memberRun{chunkedJob: chunkedJob{plan: p, t: t, progress: opts.Progress}, chunkBytes: opts.ChunkBytes,
+			threads: opts.Threads, input: input, items: p.Items()}
 		jobs[i] = MemberJob{
 			Name: name, Header: format.Header{DType: t.DType, Shape: p.Out},
-			Producer: producer(p, t, opts.Threads), Compressed: t.Compressed, Meta: t.Meta, From: t.Kind, Threads: opts.Threads,
-			Result: &Result{Input: opts.Path, Output: opts.Output, InShape: t.Shape, OutShape: p.Out,
-				DType: t.DType.Name(), Bytes: int64(p.Bytes()), Name: name},
-			Input: input, Piped: t.Stream != nil,
+			Producer:   Producer{Itemwise: true, Items: run.items, member: run},
+			Compressed: t.Compressed, Meta: t.Meta, From: t.Kind, Threads: opts.Threads,
+			Result: res, Input: input, Piped: t.Stream != nil, run: run,
 		}
 		if p.Streams() {
-			jobs[i].byChunks = &chunkedJob{plan: p, t: t, progress: progress}
-			jobs[i].Stream = func(out sink, base int64, threads int) error {
-				if t.lazy != nil && !t.readsInPlace() {
-					// A big one inflated into a scratch file and read
-					// from there chunk by chunk: memory holds buffers,
-					// not the member.
-					if err := t.load(true); err != nil {
-						return err
-					}
-					defer t.release()
-				}
-				return streamRun(p, t, out, base, threads, chunkBytes, progress)
-			}
+			run.streams = true
+			jobs[i].byChunks = &run.chunkedJob
 		}
-		if f, _ := t.file(); f == nil && t.Stream == nil && t.Data != nil && chunkBytes <= 0 && p.Bytes() <= smallWhole && p.Streams() {
+		if f, _ := t.file(); f == nil && t.Stream == nil && t.Data != nil && run.chunkBytes <= 0 && p.Bytes() <= smallWhole && p.Streams() {
 			// A small input read whole: the kernel from its bytes
 			// straight into the output's place (a chunked run would copy
 			// them into a chunk buffer, and the result out of another).
-			jobs[i].Small = func(dst []byte) error {
-				if err := p.Run(dst, t.Data, 1); err != nil {
-					return err
-				}
-				if progress != nil {
-					progress(int64(p.Bytes()))
-				}
-				return nil
-			}
+			run.small = true
 		}
 		if t.lazy != nil && p.Streams() {
 			jobs[i].Ready = func() error {
@@ -219,17 +219,9 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan, to format.Kind) [
 			jobs[i].Load = t.inflate
 			jobs[i].Release = t.release
 		}
-		if t.input != nil && t.input.Arriving() != nil {
-			// Made from Data, not read chunk by chunk: the whole
-			// object first.
-			run := jobs[i].Producer.Run
-			jobs[i].Producer.Run = func(dst []byte, first, count int) error {
-				if err := t.arrived(); err != nil {
-					return pathErr(input, err)
-				}
-				return run(dst, first, count)
-			}
-		}
+		// Made from Data, not read chunk by chunk: an object still
+		// arriving is waited for whole first.
+		run.arriving = t.input != nil && t.input.Arriving() != nil
 		if t.Stream != nil {
 			jobs[i].Load = func() error {
 				data, err := readWhole(t.Stream, int64(p.InBytes()))
@@ -243,6 +235,82 @@ func memberJobs(opts Options, ts []*Tensor, plans []*ops.Plan, to format.Kind) [
 	}
 	return jobs
 }
+
+// oneMember is the jobs of a single tensor's output, made in one piece.
+type oneMember struct {
+	job [1]MemberJob
+	res [1]Result
+	run [1]memberRun
+}
+
+// memberRun is how a member made by a plan is computed, besides its
+// Producer: chunk by chunk (streams) or, small and in memory, whole in
+// one call (small). Methods, not closures, so that a job makes none.
+type memberRun struct {
+	chunkedJob
+	chunkBytes int
+	streams    bool
+	small      bool
+	// What Producer.produce needs: -j, the input's name for an error,
+	// the plan's items, and whether the input is an object still
+	// arriving.
+	threads  int
+	input    string
+	items    int
+	arriving bool
+}
+
+// produce fills dst with the member's bytes, all of them (first 0,
+// count = items) or the items [first, first+count), from its input's
+// Data.
+func (r *memberRun) produce(dst []byte, first, count int) error {
+	t := r.t
+	if r.arriving {
+		if err := t.arrived(); err != nil {
+			return pathErr(r.input, err)
+		}
+	}
+	if first == 0 && count == r.items {
+		return r.plan.Run(dst, t.Data, r.threads)
+	}
+	return r.plan.RunItems(dst, t.Data, first, count, r.threads)
+}
+
+// stream computes the member chunk by chunk (stream.go) into out, its
+// data starting at base: by position from several workers into a file,
+// in order into a stream.
+func (r *memberRun) stream(out sink, base int64, threads int) error {
+	t := r.t
+	if t.lazy != nil && !t.readsInPlace() {
+		// A big one inflated into a scratch file and read from there
+		// chunk by chunk: memory holds buffers, not the member.
+		if err := t.load(true); err != nil {
+			return err
+		}
+		defer t.release()
+	}
+	return streamRun(r.plan, t, out, base, threads, r.chunkBytes, r.progress)
+}
+
+// computeSmall computes the member in one call into dst, its exact size:
+// the input is in memory and the result small, so a small file is made
+// in memory and written with one call.
+func (r *memberRun) computeSmall(dst []byte) error {
+	if err := r.plan.Run(dst, r.t.Data, 1); err != nil {
+		return err
+	}
+	if r.progress != nil {
+		r.progress(int64(r.plan.Bytes()))
+	}
+	return nil
+}
+
+// streams says the member is computed chunk by chunk (memberRun.stream).
+func (j *MemberJob) streams() bool { return j.run != nil && j.run.streams }
+
+// small says the member is computed whole in one call
+// (memberRun.computeSmall).
+func (j *MemberJob) small() bool { return j.run != nil && j.run.small }
 
 // readWhole reads exactly the n data bytes a header describes from a
 // stream, refusing fewer or more.

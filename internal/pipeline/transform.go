@@ -49,6 +49,37 @@ type Options struct {
 	// Store shapes an output that is a store (Zarr): --chunks,
 	// --zarr-codec, --zarr-shard.
 	Store format.WriteOptions
+	// Reuse, when set, is where the job keeps its bookkeeping (the
+	// input's Tensor, the output's jobs, its Result), instead of new
+	// memory: a caller running many jobs one after another on a
+	// goroutine (a batch worker) lends each the same. The Result
+	// returned then lives in it, until the next job given it.
+	Reuse *Reuse
+}
+
+// Reuse is the memory one job at a time keeps its bookkeeping in
+// (Options.Reuse): a batch of small files made three allocations a file
+// for it, a kilobyte of a file's garbage, and the collections and page
+// faults that came with them.
+type Reuse struct {
+	tensor Tensor
+	one    oneMember
+	w      writing
+	// The last dtype named for a Result, and its name: a batch's files
+	// mostly share one, whose name was an allocation a file.
+	dtype     format.DType
+	dtypeName string
+}
+
+// dtypeName is d.Name(), remembered in reuse (if any).
+func dtypeName(reuse *Reuse, d format.DType) string {
+	if reuse == nil {
+		return d.Name()
+	}
+	if reuse.dtypeName == "" || reuse.dtype != d {
+		reuse.dtype, reuse.dtypeName = d, d.Name()
+	}
+	return reuse.dtypeName
 }
 
 // plan plans the job for one tensor.
@@ -86,6 +117,7 @@ type Result struct {
 // shard file by file (tar.go).
 func Transform(opts Options) (*Result, error) {
 	if shard := shardKind(opts); shard != "" {
+		opts.Reuse = nil // a shard's members are worked on by goroutines of their own
 		if len(opts.Rename) > 0 {
 			// A shard's names are carried as bytes, whatever they hold.
 			return nil, pathErr(opts.Path, fmt.Errorf("--rename-member renames members of a container output; %s's members keep their names, as their bytes", format.Lookup(shard).Noun))
@@ -97,6 +129,9 @@ func Transform(opts Options) (*Result, error) {
 		src.Threads = opts.Threads
 	}
 	src.Deferred, src.Arriving = true, true
+	if opts.Reuse != nil {
+		src.into = &opts.Reuse.tensor
+	}
 	t, err := load(src)
 	if err != nil {
 		return nil, err
@@ -174,20 +209,17 @@ type Producer struct {
 	Itemwise bool // can produce batch items one by one
 	Items    int  // batch size
 	Run      func(dst []byte, first, count int) error
+	// member, when Run is nil, produces the bytes: a member job's own
+	// plan and input (memberRun.produce), with no closure to allocate.
+	member *memberRun
 }
 
-func producer(plan *ops.Plan, t *Tensor, threads int) Producer {
-	items := plan.Items()
-	return Producer{
-		Itemwise: true,
-		Items:    items,
-		Run: func(dst []byte, first, count int) error {
-			if first == 0 && count == items {
-				return plan.Run(dst, t.Data, threads)
-			}
-			return plan.RunItems(dst, t.Data, first, count, threads)
-		},
+// produce fills dst as Run says.
+func (p *Producer) produce(dst []byte, first, count int) error {
+	if p.Run != nil {
+		return p.Run(dst, first, count)
 	}
+	return p.member.produce(dst, first, count)
 }
 
 func outputKind(to format.Kind, output string, in format.Kind) format.Kind {
@@ -207,8 +239,12 @@ func outputKind(to format.Kind, output string, in format.Kind) format.Kind {
 func (o *Options) dest(t *Tensor) dest {
 	store := o.Store
 	store.Threads = o.Threads
-	return dest{path: o.Output, stdout: o.Stdout, limit: o.BufferLimit,
+	d := dest{path: o.Output, stdout: o.Stdout, limit: o.BufferLimit,
 		target: fileio.Target{Input: t.Info(), Fresh: o.FreshDir}, store: store}
+	if o.Reuse != nil {
+		d.w = &o.Reuse.w
+	}
+	return d
 }
 
 // isText says whether a format may be written to a terminal.

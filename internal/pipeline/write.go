@@ -34,6 +34,7 @@ type dest struct {
 	target fileio.Target
 	limit  int // the most memory a member made a batch of items at a time takes
 	store  format.WriteOptions
+	w      *writing // where the output's bookkeeping is kept (Options.Reuse); nil: new memory
 }
 
 // writeResult writes jobs as one output of format kind at d, atomically
@@ -54,7 +55,11 @@ func writeResult(d dest, kind format.Kind, jobs []MemberJob) (*Result, error) {
 	if err != nil {
 		return nil, pathErr(d.path, err)
 	}
-	w := &writing{out: out, f: f, jobs: jobs, limit: d.limit}
+	w := d.w
+	if w == nil {
+		w = new(writing)
+	}
+	*w = writing{out: out, f: f, jobs: jobs, limit: d.limit}
 	if err := w.write(); err != nil {
 		out.Abort()
 		var pe *PathError
@@ -156,7 +161,7 @@ func (w *writing) placed(fo *assembled, pw format.PlacedWriter) error {
 	fo.readsBack = true // Placed may read a member back (a checksum)
 	for i := range w.jobs {
 		j := &w.jobs[i]
-		if j.Load != nil && j.Stream == nil && j.Small == nil {
+		if j.Load != nil && !j.streams() && !j.small() {
 			if err := j.Load(); err != nil {
 				return err
 			}
@@ -185,13 +190,13 @@ func (w *writing) placed(fo *assembled, pw format.PlacedWriter) error {
 // place makes member j's data at off of the file.
 func (w *writing) place(fo *assembled, off int64, j *MemberJob) error {
 	size := j.Header.DataBytes()
-	if b := fo.window(off, size); b != nil && j.Small != nil {
-		// Small, its input in memory: computed in place, and the whole
+	if b := fo.window(off, size); b != nil && j.small() {
+		// A small member, its input in memory: computed in place, and the whole
 		// file written with one call (assembled).
-		return computed(j.Small(b))
+		return computed(j.run.computeSmall(b))
 	}
-	if j.Stream != nil {
-		return computed(j.Stream(fo, off, j.Threads))
+	if j.streams() {
+		return computed(j.run.stream(fo, off, j.Threads))
 	}
 	if len(w.jobs) == 1 && fo.buf == nil && size > int64(w.limit) && (!j.Producer.Itemwise || size/int64(max(1, j.Producer.Items)) > int64(w.limit)) {
 		// Larger than the buffer limit and not made a batch of items at
@@ -201,7 +206,7 @@ func (w *writing) place(fo *assembled, off int64, j *MemberJob) error {
 		if err != nil {
 			return err
 		}
-		return j.Producer.Run(m[off:], 0, j.Producer.Items)
+		return j.Producer.produce(m[off:], 0, j.Producer.Items)
 	}
 	return produceTo(&offsetWriter{out: fo, off: off}, size, w.limit, j.Producer)
 }
@@ -219,12 +224,12 @@ func (w *writing) inOrder(bw *bufio.Writer, mw format.MemberWriter) error {
 			}
 			continue
 		}
-		if j.Load != nil && j.Stream == nil {
+		if j.Load != nil && !j.streams() {
 			if err := j.Load(); err != nil {
 				return err
 			}
 		}
-		if j.Ready != nil && j.Stream != nil {
+		if j.Ready != nil && j.streams() {
 			if err := j.Ready(); err != nil {
 				return w.memberErr(j, computed(err))
 			}
@@ -233,7 +238,7 @@ func (w *writing) inOrder(bw *bufio.Writer, mw format.MemberWriter) error {
 		if err != nil {
 			return err
 		}
-		if j.Stream != nil {
+		if j.streams() {
 			var s sink = writerSink{dst}
 			if dst == io.Writer(bw) {
 				// The data follow what is buffered: flushed, the run
@@ -243,7 +248,7 @@ func (w *writing) inOrder(bw *bufio.Writer, mw format.MemberWriter) error {
 				}
 			}
 			if err == nil {
-				err = computed(j.Stream(s, 0, j.Threads))
+				err = computed(j.run.stream(s, 0, j.Threads))
 			}
 		} else {
 			err = produceTo(dst, j.Header.DataBytes(), w.limit, j.Producer)
@@ -274,7 +279,7 @@ func (w *writing) gather(g format.Gatherer, j *MemberJob) error {
 	if err != nil {
 		return err
 	}
-	if err := j.Producer.Run(b, 0, j.Producer.Items); err != nil {
+	if err := j.Producer.produce(b, 0, j.Producer.Items); err != nil {
 		return w.memberErr(j, err)
 	}
 	return nil
@@ -447,7 +452,7 @@ func (a *assembled) release() {
 
 // compressed adds the members to an output that compresses them (a
 // deflated npz), each compressed on one of up to -j goroutines. A member
-// of scratchAbove or more whose plan runs in chunks (Stream) goes through
+// of scratchAbove or more whose plan runs in chunks (streamed) goes through
 // two scratch files of the run's own — its data, computed chunk by
 // chunk, then those data compressed — so that memory holds buffers
 // whatever the member's size; the others are made whole in memory. At
@@ -497,7 +502,7 @@ func (w *writing) compressed(c format.Compressor) error {
 			}
 			j := &jobs[i]
 			d := &packed{}
-			if j.Stream != nil && j.Header.DataBytes() >= scratchAbove {
+			if j.streams() && j.Header.DataBytes() >= scratchAbove {
 				d.err = packStreamed(c, j, d)
 			} else {
 				d.err = packWhole(c, j, d)
@@ -558,7 +563,7 @@ func packWhole(c format.Compressor, j *MemberJob, d *packed) error {
 		defer j.Release()
 	}
 	data := make([]byte, j.Header.DataBytes())
-	if err := j.Producer.Run(data, 0, j.Producer.Items); err != nil {
+	if err := j.Producer.produce(data, 0, j.Producer.Items); err != nil {
 		return err
 	}
 	var err error
@@ -576,7 +581,7 @@ func packStreamed(c format.Compressor, j *MemberJob, d *packed) error {
 	}
 	defer data.Close()
 	// One thread: the other cores compress other members.
-	if err := j.Stream(fileio.ScratchOutput(data), 0, 1); err != nil {
+	if err := j.run.stream(fileio.ScratchOutput(data), 0, 1); err != nil {
 		return computed(err)
 	}
 	z, err := fileio.Scratch()
@@ -613,7 +618,7 @@ func produceTo(w io.Writer, size int64, limit int, p Producer) error {
 	}
 	if !p.Itemwise || p.Items <= 1 || itemBytes > int64(limit) || size <= int64(limit) {
 		data := make([]byte, size)
-		if err := p.Run(data, 0, p.Items); err != nil {
+		if err := p.produce(data, 0, p.Items); err != nil {
 			return err
 		}
 		_, err := w.Write(data)
@@ -624,7 +629,7 @@ func produceTo(w io.Writer, size int64, limit int, p Producer) error {
 	for first := 0; first < p.Items; first += per {
 		count := min(per, p.Items-first)
 		b := buf[:int64(count)*itemBytes]
-		if err := p.Run(b, first, count); err != nil {
+		if err := p.produce(b, first, count); err != nil {
 			return err
 		}
 		if _, err := w.Write(b); err != nil {

@@ -5,9 +5,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/depthspace/depthspace/internal/format"
@@ -149,13 +151,41 @@ func ParseNpy(b []byte) (Npy, error) {
 			}
 		}
 	}
-	h, ok := numpyHeader(text)
+	h, ok := sameHeader(text)
 	if !ok {
 		if h, err = parseDict(string(text), fixed); err != nil {
 			return Npy{}, err
 		}
 	}
 	return Npy{Header: h, Kind: KindNpy, Major: major, Minor: int(b[7]), DataOffset: int64(fixed + hlen)}, nil
+}
+
+// lastHeader is the header numpyHeader read last, with its text.
+var lastHeader atomic.Pointer[knownHeader]
+
+type knownHeader struct {
+	text string
+	h    format.Header
+}
+
+// sameHeader is numpyHeader(text), read again only when text is not the
+// text it read last: the files of a batch mostly share one header, and
+// comparing it costs a fraction of reading it (a descr looked up, the
+// dimensions counted and parsed). The shape returned is the caller's own.
+func sameHeader(text []byte) (format.Header, bool) {
+	if k := lastHeader.Load(); k != nil && k.text == string(text) {
+		h := k.h
+		h.Shape = make([]int, len(k.h.Shape))
+		copy(h.Shape, k.h.Shape)
+		return h, true
+	}
+	h, ok := numpyHeader(text)
+	if ok {
+		k := &knownHeader{text: string(text), h: h}
+		k.h.Shape = slices.Clone(h.Shape)
+		lastHeader.Store(k)
+	}
+	return h, ok
 }
 
 // numpyHeader reads a header written as numpy writes it, byte for byte:
@@ -537,6 +567,39 @@ func encodeNpy(h format.Header, align int) []byte {
 	return out
 }
 
+// lastPreamble is the preamble Preamble made last, and what it depends
+// on: a batch writes thousands of outputs of one shape, and each made
+// the same bytes again (the text and an allocation a file). Preamble's
+// bytes are written out, never changed, so outputs share them.
+var lastPreamble struct {
+	sync.Mutex
+	descr   string
+	size    int
+	fortran bool
+	shape   []int
+	pre     []byte
+}
+
+// sharedPreamble is EncodeNpyFile(h), the same bytes as the last call's
+// when h has that call's dtype, order and shape.
+func sharedPreamble(h format.Header) []byte {
+	lp := &lastPreamble
+	descr := h.DType.Descr()
+	lp.Lock()
+	if lp.pre != nil && lp.descr == descr && lp.size == h.DType.Size && lp.fortran == h.Fortran && slices.Equal(lp.shape, h.Shape) {
+		pre := lp.pre
+		lp.Unlock()
+		return pre
+	}
+	lp.Unlock()
+	pre := EncodeNpyFile(h)
+	shape := slices.Clone(h.Shape)
+	lp.Lock()
+	lp.descr, lp.size, lp.fortran, lp.shape, lp.pre = descr, h.DType.Size, h.Fortran, shape, pre
+	lp.Unlock()
+	return pre
+}
+
 func pyBool(b bool) string {
 	if b {
 		return "True"
@@ -547,5 +610,5 @@ func pyBool(b bool) string {
 func init() {
 	format.Register(format.Format{Kind: KindNpy, InTar: true, ShardDefault: true, Plain: true, InPlace: inPlace, Rank: 1, Doc: "numpy .npy, every fixed-size dtype, C and Fortran order", Exts: []string{".npy"}, SniffOrder: 10,
 		Sniff:    func(b []byte) bool { return strings.HasPrefix(string(b[:min(len(b), 6)]), NpyMagic) },
-		Preamble: func(h format.Header, _ string) ([]byte, error) { return EncodeNpyFile(h), nil }})
+		Preamble: func(h format.Header, _ string) ([]byte, error) { return sharedPreamble(h), nil }})
 }

@@ -299,3 +299,95 @@ func TestNumpyHeaderAsParseDict(t *testing.T) {
 		}
 	}
 }
+
+// The preamble of an npy output is shared with the last output of the
+// same header: headers that differ only in the dtype, the byte order,
+// the order, the shape or its rank, taken in turn, must each get their
+// own bytes, and a caller changing its shape after the call must not
+// change what the next call gets.
+func TestPreambleSharedPerHeader(t *testing.T) {
+	pre := format.Lookup(KindNpy).Preamble
+	dtype := func(descr string) format.DType {
+		d, err := format.ParseDescr(descr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	// Each differs from the one before in one thing only.
+	headers := []format.Header{
+		{DType: dtype("<f4"), Shape: []int{1, 3, 64, 64}},
+		{DType: dtype("<f4"), Shape: []int{1, 3, 64, 64}, Fortran: true},
+		{DType: dtype("<f4"), Shape: []int{1, 3, 64, 64}},
+		{DType: dtype("<f4"), Shape: []int{1, 3, 64, 32}},
+		{DType: dtype("<i4"), Shape: []int{1, 3, 64, 32}},
+		{DType: dtype(">i4"), Shape: []int{1, 3, 64, 32}},
+		{DType: dtype(">i4"), Shape: []int{3, 64, 32}},
+		{DType: dtype("|V2"), Shape: []int{3, 64, 32}},
+		{DType: dtype("<f2"), Shape: []int{3, 64, 32}},
+		{DType: dtype("<f4"), Shape: []int{1, 64, 64, 64}}, // 1 MiB: padded to a page
+		{DType: dtype("|u1"), Shape: []int{1, 64, 64, 64}}, // 256 KiB: not padded
+	}
+	for round := range 3 {
+		for i, h := range headers {
+			for range 2 { // once made, once shared
+				got, err := pre(h, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := EncodeNpyFile(h); !bytes.Equal(got, want) {
+					t.Fatalf("round %d, header %d (%s %v fortran=%v): preamble %q, want %q", round, i, h.DType.Descr(), h.Shape, h.Fortran, got, want)
+				}
+			}
+		}
+	}
+	shape := []int{2, 4, 8, 8}
+	h := format.Header{DType: dtype("<f4"), Shape: shape}
+	first, _ := pre(h, "")
+	shape[3] = 16
+	got, _ := pre(h, "")
+	if want := EncodeNpyFile(h); !bytes.Equal(got, want) || bytes.Equal(got, first) {
+		t.Fatalf("after the caller's shape changed: preamble %q, want %q", got, want)
+	}
+}
+
+// ParseNpy reads a header that is the last one's again from what it
+// read then: headers that differ in one thing, taken in turn and each
+// three times, read as the strict parser reads them, and each caller's shape
+// is its own.
+func TestParseNpySameHeaderAgain(t *testing.T) {
+	texts := []string{
+		"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 64, 64), }",
+		"{'descr': '<f4', 'fortran_order': True, 'shape': (1, 3, 64, 64), }",
+		"{'descr': '<f4', 'fortran_order': True, 'shape': (1, 3, 64, 32), }",
+		"{'descr': '<i4', 'fortran_order': True, 'shape': (1, 3, 64, 32), }",
+		"{'descr': '<i4', 'fortran_order': True, 'shape': (3, 64, 32), }",
+		"{'descr': '<i4', 'fortran_order': True, 'shape': (3,), }",
+		"{'descr': '<i4', 'fortran_order': True, 'shape': (), }",
+		"{'descr': '|V2', 'fortran_order': True, 'shape': (), }",
+		"{'descr': '|V2', 'fortran_order': False, 'shape': (2, 2), }",
+	}
+	var prev []int
+	for round := range 2 {
+		for _, text := range texts {
+			for range 3 { // read, then known twice
+				file := npyWith(1, text+strings.Repeat(" ", 63-(len(text)+10)%64)+"\n")
+				got, err := ParseNpy(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := parseDict(text, 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got.Header, want) {
+					t.Fatalf("round %d, %s: read %+v, want %+v", round, text, got.Header, want)
+				}
+				if len(got.Shape) > 0 && len(prev) > 0 && &got.Shape[0] == &prev[0] {
+					t.Fatalf("%s: two reads share a shape", text)
+				}
+				prev = got.Shape
+			}
+		}
+	}
+}
