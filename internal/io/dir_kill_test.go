@@ -3,12 +3,17 @@
 package fileio
 
 import (
+	"bufio"
+	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestDirOutputKilled: a local store's run killed by SIGKILL (which
@@ -81,5 +86,120 @@ func TestDirOutputKilled(t *testing.T) {
 	}
 	if _, err := CreateDir(chunks, isStore); err == nil {
 		t.Error("a directory of chunk-shaped files and no metadata was taken for a store to replace")
+	}
+}
+
+// TestDirOutputInterrupted: SIGINT while workers are putting objects in
+// new directories of a store leaves nothing: the handler's removal of
+// the staging directory waits for the files being made, and no worker
+// makes its directories again after it (they did, and staging
+// directories were left behind, or the run ended with exit 2 on a
+// missing directory instead of 130).
+func TestDirOutputInterrupted(t *testing.T) {
+	if dir := os.Getenv("DEPTHSPACE_TEST_INTERRUPTED_STORE"); dir != "" {
+		HandleSignals()
+		o, err := CreateDir(filepath.Join(dir, "s.zarr"), isStore)
+		if err != nil {
+			os.Exit(3)
+		}
+		var puts atomic.Int64
+		for w := range 4 {
+			go func() {
+				for i := 0; ; i++ {
+					if err := o.Put(fmt.Sprintf("c/%d/%d/%d", w, i/8, i%8), []byte("interrupted run")); err != nil {
+						fmt.Fprintln(os.Stderr, err)
+						os.Exit(2)
+					}
+					if puts.Add(1) == 400 {
+						fmt.Println("putting")
+					}
+				}
+			}()
+		}
+		select {}
+	}
+	for round := range 5 {
+		dir := t.TempDir()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestDirOutputInterrupted$")
+		cmd.Env = append(os.Environ(), "DEPTHSPACE_TEST_INTERRUPTED_STORE="+dir)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("round %d: the run did not begin: %v; %s", round, err, stderr.Bytes())
+		}
+		cmd.Process.Signal(syscall.SIGINT)
+		cmd.Wait()
+		if code := cmd.ProcessState.ExitCode(); code != 130 {
+			t.Errorf("round %d: exit %d, want 130; %s", round, code, stderr.Bytes())
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Errorf("round %d: left behind: %v", round, ents)
+		}
+	}
+}
+
+// TestSecondSignalExits: a second SIGINT ends a run at once while the
+// first's handler waits for a server that does not answer (a store's
+// put, given abortGrace to be answered).
+func TestSecondSignalExits(t *testing.T) {
+	if dir := os.Getenv("DEPTHSPACE_TEST_SECOND_SIGNAL"); dir != "" {
+		HandleSignals()
+		// A temporary output, which the first signal's handler removes
+		// before it deletes the store's objects: the parent's sign that
+		// the first signal is in hand (two sent at once may arrive as one).
+		if _, err := createTracked(dir, "first-signal-*"); err != nil {
+			os.Exit(3)
+		}
+		abortGrace = time.Hour
+		memPlace.reset()
+		memPlace.late, memPlace.entered, memPlace.release, memPlace.stored = "c/0", make(chan struct{}), make(chan struct{}), make(chan struct{})
+		o, err := CreateStore("mem://b/s.zarr/", claimsMeta, isMeta)
+		if err != nil {
+			os.Exit(3)
+		}
+		if err := o.Put("c/0", []byte("c/0")); err != nil {
+			os.Exit(3)
+		}
+		<-memPlace.entered
+		fmt.Println("putting")
+		select {}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSecondSignalExits$")
+	dir := t.TempDir()
+	cmd.Env = append(os.Environ(), "DEPTHSPACE_TEST_SECOND_SIGNAL="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatalf("the run did not begin: %v", err)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	for ents, _ := os.ReadDir(dir); len(ents) > 0; ents, _ = os.ReadDir(dir) {
+		time.Sleep(time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second): // a guard against a hang, not a measure
+		t.Fatal("the run goes on after a second SIGINT")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("exit %d, want 130", code)
 	}
 }

@@ -232,7 +232,7 @@ type placeOutput struct {
 
 	mu        sync.Mutex
 	cond      *sync.Cond
-	inFlight  int   // puts under way
+	inFlight  int   // requests under way: puts, the marker's, the old metadata's deletion
 	bytes     int64 // their bytes
 	err       error // the first failure
 	put       []string
@@ -240,7 +240,9 @@ type placeOutput struct {
 	written   int64
 	replaces  bool // objects were under the prefix at the start
 	hadMarker bool // among them WritingMarker: an interrupted run's leftovers
-	marked    bool // this run has put WritingMarker
+	marked    bool // this run has sent WritingMarker: it may be on the server
+	markedOK  bool // and the server has stored it
+	starting  bool // the marker or clearOld under way: other puts wait
 	cleared   bool // the old store's metadata is deleted: it is gone
 	wasStore  bool // what was there is a store (else what a killed run left)
 	done      bool // the root's metadata is put: the store is there
@@ -345,15 +347,8 @@ func (o *placeOutput) Put(key string, data []byte) error {
 	if o.err != nil {
 		return o.err
 	}
-	if err := o.mark(); err != nil {
-		o.err = err
+	if err := o.start(); err != nil {
 		return err
-	}
-	if o.replaces && !o.cleared {
-		if err := o.clearOld(); err != nil {
-			o.err = err
-			return err
-		}
 	}
 	b := append([]byte{}, data...)
 	o.inFlight++
@@ -396,25 +391,48 @@ func markerText() []byte {
 	return append(b, '\n')
 }
 
-// mark puts WritingMarker, once, before the run's first object (o.mu
-// held): an object of the run's on the server before it would be
-// unprovable leftovers if the run were killed then.
-func (o *placeOutput) mark() error {
-	if o.marked {
+// start puts WritingMarker and, for a store being replaced, deletes
+// the old metadata (clearOld), once, before the run's first object: an
+// object of the run's on the server before the marker would be
+// unprovable leftovers if the run were killed then. o.mu is held, and
+// let go while the requests are under way (counted in inFlight), so
+// that an abort or a signal is never held up behind them.
+func (o *placeOutput) start() error {
+	for o.starting {
+		o.cond.Wait()
+	}
+	if o.err != nil {
+		return o.err
+	}
+	if o.markedOK && (!o.replaces || o.cleared) {
 		return nil
 	}
-	if err := o.sp.PutObject(o.ctx, o.url+WritingMarker, markerText()); err != nil {
-		return fmt.Errorf("%s (the mark of a store being written): %w", WritingMarker, err)
+	o.starting, o.marked = true, true
+	o.inFlight++
+	o.mu.Unlock()
+	err := o.sp.PutObject(o.ctx, o.url+WritingMarker, markerText())
+	if err != nil {
+		err = fmt.Errorf("%s (the mark of a store being written): %w", WritingMarker, err)
+	} else if o.replaces {
+		err = o.clearOld()
 	}
-	o.marked = true
-	return nil
+	o.mu.Lock()
+	o.starting = false
+	o.inFlight--
+	o.markedOK = err == nil
+	if err != nil && o.err == nil {
+		o.err = err
+	}
+	o.cond.Broadcast()
+	return o.err
 }
 
 // clearOld deletes the metadata of the store being replaced before the
 // first chunk is put: a new chunk overwrites the old one of its key (a
 // place has no rename to stage them under), and a reader must not take
 // new chunks for the old array. From here the old store is gone, so a
-// failed run deletes the rest of it too and says so (gone).
+// failed run deletes the rest of it too and says so (gone). Called by
+// start, o.mu not held.
 func (o *placeOutput) clearOld() error {
 	var meta []string
 	for e, err := range o.p.List(o.url) {
@@ -425,7 +443,9 @@ func (o *placeOutput) clearOld() error {
 			meta = append(meta, e.Name)
 		}
 	}
+	o.mu.Lock()
 	o.cleared = true
+	o.mu.Unlock()
 	if err := deleteAll(o.ctx, o.sp, meta); err != nil {
 		return fmt.Errorf("deleting the metadata of the store that was there: %w", err)
 	}
@@ -475,7 +495,7 @@ func (o *placeOutput) commit() error {
 		return strings.Compare(a, b)
 	})
 	o.mu.Lock()
-	err := o.mark() // a store of metadata alone is marked too
+	err := o.start() // a store of metadata alone is marked too
 	o.mu.Unlock()
 	if err != nil {
 		o.abort()
@@ -483,16 +503,27 @@ func (o *placeOutput) commit() error {
 	}
 	for i, k := range keys {
 		o.mu.Lock()
+		if o.err != nil { // a signal's abort has begun
+			err := o.err
+			o.mu.Unlock()
+			return err
+		}
 		o.put = append(o.put, k)
 		if i == len(keys)-1 {
 			// From here on, a signal leaves the store: it may be there.
 			o.done = true
 		}
+		o.inFlight++ // an abort waits for it, as for the chunks
 		o.mu.Unlock()
-		if err := o.sp.PutObject(o.ctx, o.url+k, o.held[k]); err != nil {
-			o.mu.Lock()
+		err := o.sp.PutObject(o.ctx, o.url+k, o.held[k])
+		o.mu.Lock()
+		o.inFlight--
+		o.cond.Broadcast()
+		if err != nil {
 			o.done = false
-			o.mu.Unlock()
+		}
+		o.mu.Unlock()
+		if err != nil {
 			o.abort()
 			return o.gone(fmt.Errorf("%s: %w", k, err))
 		}

@@ -28,8 +28,8 @@ type memStore struct {
 	// closed, and stored then even if its caller gave up (cancelled)
 	// before, as a server stores a body it has whole; stored is closed
 	// when it is.
-	late            string
-	release, stored chan struct{}
+	late                     string
+	entered, release, stored chan struct{} // entered: closed when the late PUT begins
 }
 
 var memPlace = &memStore{objects: map[string][]byte{}}
@@ -39,7 +39,7 @@ func init() { Register("mem://", memPlace) }
 func (m *memStore) reset() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.objects, m.log, m.failPut, m.gate, m.late = map[string][]byte{}, nil, "", nil, ""
+	m.objects, m.log, m.failPut, m.gate, m.late, m.entered = map[string][]byte{}, nil, "", nil, "", nil
 }
 
 func (m *memStore) Parse(name string) (bool, error) {
@@ -118,6 +118,9 @@ func (m *memStore) PutObject(ctx context.Context, name string, data []byte) erro
 		<-m.gate // the data objects': the marker goes before them, at once
 	}
 	if m.late != "" && strings.Contains(name, m.late) {
+		if m.entered != nil {
+			close(m.entered)
+		}
 		store := func() {
 			m.mu.Lock()
 			m.objects[name] = data
@@ -291,6 +294,77 @@ func TestPlaceOutputAbortWaitsForPuts(t *testing.T) {
 	<-memPlace.stored
 	if keys := memPlace.keys(); len(keys) != 0 {
 		t.Errorf("objects left after the abort: %q", keys)
+	}
+}
+
+// TestPlaceOutputAbortBehindMarker: an abort while the marker's request
+// is unanswered is not held up behind it (it held the output's lock, so
+// a Ctrl-C then never ended): the request is given up after the grace,
+// and the marker, which may be on the server, deleted.
+func TestPlaceOutputAbortBehindMarker(t *testing.T) {
+	memPlace.reset()
+	defer memPlace.reset()
+	defer func(g time.Duration) { abortGrace = g }(abortGrace)
+	abortGrace = 50 * time.Millisecond
+	memPlace.late, memPlace.entered, memPlace.release, memPlace.stored = WritingMarker, make(chan struct{}), make(chan struct{}), make(chan struct{})
+	o, err := CreateStore("mem://b/s.zarr/", claimsMeta, isMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := make(chan error)
+	go func() { put <- o.Put("c/0", []byte("c/0")) }()
+	<-memPlace.entered
+	aborted := make(chan struct{})
+	go func() { o.Abort(); close(aborted) }()
+	select {
+	case <-aborted:
+	case <-time.After(10 * time.Second): // a guard against a hang, not a measure
+		t.Fatal("the abort waits for the marker's request, which is never answered")
+	}
+	if err := <-put; err == nil {
+		t.Error("the put whose marker was given up says nothing")
+	}
+	if keys := memPlace.keys(); len(keys) != 0 {
+		t.Errorf("objects left after the abort: %q", keys)
+	}
+	close(memPlace.release)
+	<-memPlace.stored // the server's late store of the marker, after the test's end
+}
+
+// TestPlaceOutputInterruptWaitsForMetadata: a signal while a member's
+// metadata is being put (the root's not yet: the store is not there)
+// waits for that put as for a chunk's, then deletes it; a metadata
+// object stored after its deletion would be left without a marker, and
+// the next run would refuse the prefix.
+func TestPlaceOutputInterruptWaitsForMetadata(t *testing.T) {
+	memPlace.reset()
+	defer memPlace.reset()
+	memPlace.late, memPlace.entered, memPlace.release, memPlace.stored = "a/meta", make(chan struct{}), make(chan struct{}), make(chan struct{})
+	o, err := CreateStore("mem://b/s.zarr/", claimsMeta, isMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"a/c/0", "a/meta", "meta"} {
+		if err := o.Put(k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	committed := make(chan error)
+	go func() { committed <- o.Commit() }()
+	<-memPlace.entered
+	go func() { time.Sleep(50 * time.Millisecond); close(memPlace.release) }() // answered a little after the signal
+	o.remote.interrupt()
+	<-memPlace.stored
+	if keys := memPlace.keys(); len(keys) != 0 {
+		t.Errorf("objects left after the signal: %q", keys)
+	}
+	select {
+	case err := <-committed:
+		if err == nil {
+			t.Error("the interrupted commit says nothing")
+		}
+	case <-time.After(10 * time.Second): // a guard against a hang, not a measure
+		t.Error("the interrupted commit goes on after its put")
 	}
 }
 

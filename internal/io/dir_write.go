@@ -74,14 +74,32 @@ func (o *DirOutput) Put(key string, data []byte) error {
 	if o.remote != nil {
 		return o.remote.Put(key, data)
 	}
-	p, err := o.objectPath(key)
+	f, err := o.create(key)
 	if err != nil {
 		return err
 	}
 	o.mu.Lock()
 	o.written += int64(len(data))
 	o.mu.Unlock()
-	return os.WriteFile(p, data, 0o644)
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// create makes key's file in the staging directory, with createMu held
+// shared, as every temporary output is made: a signal's handler, which
+// removes the staging directory, then waits for the file to be made
+// and no new one (its directories made again) is begun after it.
+func (o *DirOutput) create(key string) (*os.File, error) {
+	createMu.RLock()
+	defer createMu.RUnlock()
+	p, err := o.objectPath(key)
+	if err != nil {
+		return nil, err
+	}
+	return os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 }
 
 // objectPath is where key lies in the staging directory, its directory
@@ -116,11 +134,7 @@ func (o *DirOutput) Stream(key string) (io.WriteCloser, error) {
 	if o.remote != nil {
 		return nil, errors.ErrUnsupported
 	}
-	p, err := o.objectPath(key)
-	if err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := o.create(key)
 	if err != nil {
 		return nil, err
 	}
@@ -170,12 +184,29 @@ func (o *DirOutput) Commit() error {
 		o.Abort()
 		return err
 	}
-	var old string
+	// The renames with createMu held shared: a signal's handler, which
+	// removes the staging directory, never does so while it is being
+	// moved to the target, which would then hold part of it.
+	createMu.RLock()
+	old, err := o.swapIn()
+	createMu.RUnlock()
+	if err != nil {
+		return err
+	}
+	if old != "" {
+		return os.RemoveAll(old)
+	}
+	return nil
+}
+
+// swapIn renames the staging directory to the target, the store there
+// moved aside first to old; Abort on a failure.
+func (o *DirOutput) swapIn() (old string, err error) {
 	if _, err := os.Lstat(o.name); err == nil {
 		old = o.staging + ".old-" + strconv.Itoa(os.Getpid())
 		if err := os.Rename(o.name, old); err != nil {
 			o.Abort()
-			return fmt.Errorf("moving the store already there aside: %w", err)
+			return "", fmt.Errorf("moving the store already there aside: %w", err)
 		}
 	}
 	if err := os.Rename(o.staging, o.name); err != nil {
@@ -183,12 +214,9 @@ func (o *DirOutput) Commit() error {
 			os.Rename(old, o.name)
 		}
 		o.Abort()
-		return err
+		return "", err
 	}
-	if old != "" {
-		return os.RemoveAll(old)
-	}
-	return nil
+	return old, nil
 }
 
 // Abort removes the staging directory.

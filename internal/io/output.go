@@ -734,13 +734,27 @@ func handleSignals() {
 	windowMu.Lock()
 	defer windowMu.Unlock()
 	defer handling.Store(true)
-	ch := make(chan os.Signal, 1)
+	ch := make(chan os.Signal, 4) // room for a second signal sent at once after the first
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	go func() {
 		sig := <-ch
 		for sig == syscall.SIGPIPE && (objectsUsed.Load() || reportsOnPipes.Load()) {
 			sig = <-ch // a server's connection or a report's pipe broke (place.go): an error, not an exit
 		}
+		code := 128
+		if s, ok := sig.(syscall.Signal); ok {
+			code += int(s)
+		}
+		go func() {
+			// A second signal ends the run at once, with what the first
+			// was deleting (a store's objects on a place, whose requests
+			// under way are waited for: objects.md) left as it is.
+			for s := range ch {
+				if s != syscall.SIGPIPE {
+					os.Exit(code)
+				}
+			}
+		}()
 		createMu.Lock() // held until exit: no temp file in the making, and no new one
 		tempMu.Lock()
 		for name := range temps {
@@ -751,10 +765,6 @@ func handleSignals() {
 			restore()
 		}
 		abortUploads() // multipart uploads in flight (place.go)
-		code := 128
-		if s, ok := sig.(syscall.Signal); ok {
-			code += int(s)
-		}
 		os.Exit(code)
 	}()
 }
