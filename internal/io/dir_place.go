@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"math/bits"
 	"os"
 	"slices"
 	"strings"
@@ -43,6 +44,15 @@ type StorePlace interface {
 	PutObject(ctx context.Context, name string, data []byte) error
 	// DeleteObject removes an object; one not there is no error.
 	DeleteObject(ctx context.Context, name string) error
+}
+
+// StorePlaceInto is what a StorePlace adds to read an object's body into
+// memory its caller gives: alloc(n), n the body's length as the server
+// sends it, so that a reader of many MiB-sized chunks reuses its buffers
+// instead of faulting in and clearing fresh memory at every GET.
+type StorePlaceInto interface {
+	GetObjectInto(ctx context.Context, name string, limit int64, alloc func(n int) []byte) ([]byte, error)
+	GetObjectRangeInto(ctx context.Context, name string, off, n int64, alloc func(n int) []byte) ([]byte, error)
 }
 
 // openPlaceDir is the store under the prefix name (s3://B/P/, s3://B,
@@ -113,22 +123,124 @@ func readError(key string, err error) error {
 	return err
 }
 
-func (d *Dir) readRemote(key string, limit int64) ([]byte, error) {
+// readRemote and readRangeRemote read into alloc(n) where the place
+// can (StorePlaceInto) and alloc is not nil.
+func (d *Dir) readRemote(key string, limit int64, alloc func(n int) []byte) ([]byte, error) {
 	name, err := d.remoteKey(key)
 	if err != nil {
 		return nil, err
 	}
-	b, err := d.remote.GetObject(context.Background(), name, limit)
+	var b []byte
+	if into, ok := d.remote.(StorePlaceInto); ok && alloc != nil {
+		b, err = into.GetObjectInto(context.Background(), name, limit, alloc)
+	} else {
+		b, err = d.remote.GetObject(context.Background(), name, limit)
+	}
 	return b, readError(key, err)
 }
 
-func (d *Dir) readRangeRemote(key string, off, n int64) ([]byte, error) {
+func (d *Dir) readRangeRemote(key string, off, n int64, alloc func(n int) []byte) ([]byte, error) {
 	name, err := d.remoteKey(key)
 	if err != nil {
 		return nil, err
 	}
-	b, err := d.remote.GetObjectRange(context.Background(), name, off, n)
+	var b []byte
+	if into, ok := d.remote.(StorePlaceInto); ok && alloc != nil {
+		b, err = into.GetObjectRangeInto(context.Background(), name, off, n, alloc)
+	} else {
+		b, err = d.remote.GetObjectRange(context.Background(), name, off, n)
+	}
 	return b, readError(key, err)
+}
+
+// ReadRangePooled is ReadRange with the bytes in a buffer of the body
+// pool: give it back with ReleaseBody once done with it.
+func (d *Dir) ReadRangePooled(key string, off, n int64) ([]byte, error) {
+	return d.readRange(key, off, n, bodyBuffer)
+}
+
+// ReadBoundedPooled is ReadBounded with the bytes in a buffer of the body
+// pool, as ReadRangePooled.
+func (d *Dir) ReadBoundedPooled(key string, limit int64) ([]byte, error) {
+	return d.readBounded(key, limit, bodyBuffer)
+}
+
+// ReadRangePooled is st.ReadRange, into the body pool where st is a Dir.
+func ReadRangePooled(st interface {
+	ReadRange(key string, off, n int64) ([]byte, error)
+}, key string, off, n int64) ([]byte, error) {
+	if d, ok := st.(*Dir); ok {
+		return d.ReadRangePooled(key, off, n)
+	}
+	return st.ReadRange(key, off, n)
+}
+
+// ReleaseBody gives b, read from st by ReadRangePooled or a Dir's
+// ReadBoundedPooled, back to the body pool, where st is a Dir whose reads
+// come from it; b must not be used after. A buffer not given back is only
+// left to the collector.
+func ReleaseBody(st any, b []byte) {
+	if d, ok := st.(*Dir); ok && d.readsOwnBuffers() {
+		putBody(b)
+	}
+}
+
+// readsOwnBuffers says whether the Dir's reads give buffers of their own:
+// a local directory's and a StorePlaceInto's do; another place may hand
+// out memory it keeps (an object held in memory), never to be reused.
+func (d *Dir) readsOwnBuffers() bool {
+	if d.remote == nil {
+		return true
+	}
+	_, ok := d.remote.(StorePlaceInto)
+	return ok
+}
+
+// The body pool: buffers in size classes of a sixteenth of a power of two
+// (at most 12.5% over what is asked), from 64 KiB to 32 GiB; smaller
+// bodies are allocated as before, their faults and clearing cheap.
+const minPooledBody = 64 << 10
+
+var bodyPools [32][16]sync.Pool
+
+// bodyClass is the size class of n >= minPooledBody: its capacity and the
+// pool holding it (nil past the largest class).
+func bodyClass(n int) (int, *sync.Pool) {
+	shift := bits.Len(uint(n-1)) - 4 // n-1 < 16<<shift
+	step := 1 << shift
+	c := (n + step - 1) / step // 9…16: 8·step < n ≤ 16·step
+	if shift >= len(bodyPools) {
+		return c * step, nil
+	}
+	return c * step, &bodyPools[shift][c-1]
+}
+
+// bodyBuffer is a buffer of length n, from the pool where n is large.
+func bodyBuffer(n int) []byte {
+	if n < minPooledBody {
+		return make([]byte, n)
+	}
+	size, p := bodyClass(n)
+	if p == nil {
+		return make([]byte, n)
+	}
+	if b, ok := p.Get().(*[]byte); ok {
+		return (*b)[:n]
+	}
+	return make([]byte, n, size)
+}
+
+// putBody puts b in its class's pool if its capacity is one of the
+// classes' (a buffer bodyBuffer made).
+func putBody(b []byte) {
+	c := cap(b)
+	if c < minPooledBody {
+		return
+	}
+	if size, p := bodyClass(c); size == c && p != nil {
+		b = b[:c]
+		p.Put(&b)
+	}
 }
 
 func (d *Dir) sizeRemote(key string) (int64, error) {
@@ -184,8 +296,13 @@ func (d *Dir) WalkObjects(dir string, fn func(key string, size int64) error) err
 // bytes, else an error naming its size: for an object of a place, one
 // request (no HEAD before the GET).
 func (d *Dir) ReadBounded(key string, limit int64) ([]byte, error) {
+	return d.readBounded(key, limit, nil)
+}
+
+// readBounded is ReadBounded into alloc(n) (nil: a new slice).
+func (d *Dir) readBounded(key string, limit int64, alloc func(n int) []byte) ([]byte, error) {
 	if d.remote != nil {
-		return d.readRemote(key, limit)
+		return d.readRemote(key, limit, alloc)
 	}
 	f, size, err := d.open(key)
 	if err != nil {
@@ -195,11 +312,19 @@ func (d *Dir) ReadBounded(key string, limit int64) ([]byte, error) {
 	if size > limit {
 		return nil, fmt.Errorf("%s holds %d bytes, more than it can (at most %d): not read", key, size, limit)
 	}
-	b := make([]byte, size)
+	b := allocOr(alloc, size)
 	if _, err := io.ReadFull(f, b); err != nil {
 		return nil, keyError(key, err)
 	}
 	return b, nil
+}
+
+// allocOr is alloc(n), or a new slice when alloc is nil.
+func allocOr(alloc func(n int) []byte, n int64) []byte {
+	if alloc == nil {
+		return make([]byte, n)
+	}
+	return alloc(int(n))[:n]
 }
 
 // InFlight is how many objects a reader of the store should ask for at

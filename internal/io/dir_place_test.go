@@ -1,11 +1,13 @@
 package fileio
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
 	"iter"
+	"math/rand"
 	"os"
 	"path"
 	"runtime"
@@ -559,5 +561,110 @@ func TestPlaceOutputRefused(t *testing.T) {
 	}
 	if len(memPlace.log) != 0 {
 		t.Errorf("requests sent: %q", memPlace.log)
+	}
+}
+
+// memInto is memStore reading into its caller's buffers, as the s3 place
+// does, recording the lengths it was asked to allocate.
+type memInto struct {
+	*memStore
+	asked []int
+}
+
+func (m *memInto) GetObjectInto(ctx context.Context, name string, limit int64, alloc func(n int) []byte) ([]byte, error) {
+	b, err := m.GetObject(ctx, name, limit)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, errors.New("over the limit")
+	}
+	m.asked = append(m.asked, len(b))
+	return append(alloc(len(b))[:0], b...), nil
+}
+
+func (m *memInto) GetObjectRangeInto(ctx context.Context, name string, off, n int64, alloc func(n int) []byte) ([]byte, error) {
+	b, err := m.GetObjectRange(ctx, name, off, n)
+	if err != nil {
+		return nil, err
+	}
+	m.asked = append(m.asked, len(b))
+	return append(alloc(len(b))[:0], b...), nil
+}
+
+// TestReadPooled: the pooled reads give the bytes ReadRange and
+// ReadBounded give, in buffers of a pool class, read into by a place
+// that can; a place handing out memory it keeps never has it pooled.
+func TestReadPooled(t *testing.T) {
+	data := make([]byte, 300_000)
+	for i := range data {
+		data[i] = byte(i * 31 / 7)
+	}
+	local := t.TempDir()
+	if err := os.WriteFile(local+"/c", data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	memPlace.reset()
+	memPlace.objects["mem://b/s.zarr/c"] = data
+	into := &memInto{memStore: memPlace}
+	ld, ok := OpenDir(local)
+	if !ok {
+		t.Fatal("OpenDir: not a directory")
+	}
+	for _, d := range []*Dir{ld, {name: "mem://b/s.zarr", remote: into, url: "mem://b/s.zarr/"}} {
+		b, err := d.ReadRangePooled("c", 1000, 100_000)
+		if err != nil || !bytes.Equal(b, data[1000:101_000]) {
+			t.Fatalf("%s: ReadRangePooled: %v", d.name, err)
+		}
+		if size, _ := bodyClass(100_000); cap(b) != size {
+			t.Errorf("%s: ReadRangePooled: capacity %d, not the class's %d", d.name, cap(b), size)
+		}
+		ReleaseBody(d, b)
+		b, err = d.ReadBoundedPooled("c", 1<<20)
+		if err != nil || !bytes.Equal(b, data) {
+			t.Fatalf("%s: ReadBoundedPooled: %v", d.name, err)
+		}
+		ReleaseBody(d, b)
+		if _, err := d.ReadBoundedPooled("c", 1000); err == nil {
+			t.Errorf("%s: ReadBoundedPooled over its limit: no error", d.name)
+		}
+		if !d.readsOwnBuffers() {
+			t.Errorf("%s: reads own buffers: false", d.name)
+		}
+	}
+	if !slices.Equal(into.asked, []int{100_000, len(data)}) {
+		t.Errorf("the place was asked to read into buffers of %v, want [100000 %d]", into.asked, len(data))
+	}
+	// memStore hands out the object it holds: never pooled.
+	kept := &Dir{name: "mem://b/s.zarr", remote: memPlace, url: "mem://b/s.zarr/"}
+	if kept.readsOwnBuffers() {
+		t.Fatal("a place without StorePlaceInto: reads own buffers")
+	}
+	b, err := kept.ReadRangePooled("c", 0, int64(len(data)))
+	if err != nil || &b[0] != &memPlace.objects["mem://b/s.zarr/c"][0] {
+		t.Fatalf("memStore: %v", err)
+	}
+	ReleaseBody(kept, b)
+	for range 10 {
+		if got := bodyBuffer(len(data)); &got[0] == &b[0] {
+			t.Fatal("the object a place keeps was given out as a body buffer")
+		}
+	}
+}
+
+// TestBodyClasses: a class holds what is asked with at most an eighth
+// more, and is its own class, so that a buffer goes back to the pool it
+// came from.
+func TestBodyClasses(t *testing.T) {
+	r := rand.New(rand.NewSource(34))
+	for range 10_000 {
+		n := minPooledBody + r.Intn(1<<(17+r.Intn(14)))
+		size, p := bodyClass(n)
+		if size < n || size-n > n/8 || p == nil {
+			t.Fatalf("class of %d: %d bytes", n, size)
+		}
+		if again, q := bodyClass(size); again != size || q != p {
+			t.Fatalf("class of %d is %d, whose class is %d", n, size, again)
+		}
 	}
 }
