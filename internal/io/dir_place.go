@@ -362,6 +362,7 @@ type placeOutput struct {
 	err       error // the first failure
 	put       []string
 	held      map[string][]byte
+	streams   map[*placeStream]bool // objects streamed, not yet closed
 	written   int64
 	replaces  bool // objects were under the prefix at the start
 	hadMarker bool // among them WritingMarker: an interrupted run's leftovers
@@ -440,7 +441,7 @@ func createPlaceDir(name string, claims func(*Dir) bool, last func(string) bool)
 	}
 	HandleSignals()
 	ctx, cancel := context.WithCancel(context.Background())
-	o := &placeOutput{sp: sp, url: url, last: last, p: p, ctx: ctx, cancel: cancel, held: map[string][]byte{}, replaces: replaces, wasStore: wasStore, hadMarker: hadMarker}
+	o := &placeOutput{sp: sp, url: url, last: last, p: p, ctx: ctx, cancel: cancel, held: map[string][]byte{}, streams: map[*placeStream]bool{}, replaces: replaces, wasStore: wasStore, hadMarker: hadMarker}
 	o.cond = sync.NewCond(&o.mu)
 	remoteOutputs.Store(o, true)
 	return &DirOutput{name: name, remote: o}, nil
@@ -496,6 +497,108 @@ func (o *placeOutput) Put(key string, data []byte) error {
 		o.mu.Unlock()
 	}()
 	return nil
+}
+
+// Stream starts the data object key, written in order and sent in parts
+// as they fill (the place's Writer: a multipart upload, through a scratch
+// file past its first part), complete at Close: a shard too large to hold
+// goes out as it is made. As Put: the marker first, the old store's
+// metadata deleted, and the key recorded for deletion before a byte is
+// sent; the store's abort, or a failure, aborts its upload. A metadata
+// key says errors.ErrUnsupported: metadata is held for Commit (Put).
+func (o *placeOutput) Stream(key string) (io.WriteCloser, error) {
+	name, err := (&Dir{url: o.url}).remoteKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if o.last != nil && o.last(key) {
+		return nil, errors.ErrUnsupported
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err != nil {
+		return nil, o.err
+	}
+	if err := o.mark(); err != nil {
+		o.err = err
+		return nil, err
+	}
+	if o.replaces && !o.cleared {
+		if err := o.clearOld(); err != nil {
+			o.err = err
+			return nil, err
+		}
+	}
+	o.put = append(o.put, key)
+	s := &placeStream{o: o, key: key, w: o.p.Writer(name, Scratch)}
+	o.streams[s] = true
+	return s, nil
+}
+
+// placeStream is an object of a store being streamed to a place.
+type placeStream struct {
+	o   *placeOutput
+	key string
+	w   ObjectWriter
+}
+
+// Write appends p; once the store is aborted, the writer's error (its
+// upload is aborted, its context over).
+func (s *placeStream) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	o := s.o
+	o.mu.Lock()
+	o.written += int64(n)
+	if err != nil && o.err == nil {
+		o.err = fmt.Errorf("%s: %w", s.key, err)
+	}
+	o.mu.Unlock()
+	return n, err
+}
+
+// Close makes the object (the upload completed), counted as a put under
+// way meanwhile, so that an abort waits for it before deleting it; a
+// store that has failed aborts it instead.
+func (s *placeStream) Close() error {
+	o := s.o
+	o.mu.Lock()
+	if !o.streams[s] {
+		o.mu.Unlock()
+		return fmt.Errorf("%s: closed after the store's output ended", s.key)
+	}
+	delete(o.streams, s)
+	if err := o.err; err != nil {
+		o.mu.Unlock()
+		s.w.Abort()
+		return err
+	}
+	o.inFlight++
+	o.mu.Unlock()
+	err := s.w.Commit()
+	o.mu.Lock()
+	if err != nil {
+		err = fmt.Errorf("%s: %w", s.key, err)
+		o.err = cmp.Or(o.err, err)
+	}
+	o.inFlight--
+	o.cond.Broadcast()
+	o.mu.Unlock()
+	return err
+}
+
+// abortStreams aborts the uploads of the objects streamed and not closed
+// (o.err set: a Close from here on aborts its own).
+func (o *placeOutput) abortStreams() {
+	o.mu.Lock()
+	open := make([]*placeStream, 0, len(o.streams))
+	for s := range o.streams {
+		open = append(open, s)
+	}
+	clear(o.streams)
+	o.mu.Unlock()
+	for _, s := range open {
+		s.w.Abort() // after a Write under way, which it waits for
+	}
 }
 
 // WritingMarker is the object a run writing a store to a place puts
@@ -581,6 +684,11 @@ func (o *placeOutput) wait() error {
 
 func (o *placeOutput) commit() error {
 	defer remoteOutputs.Delete(o)
+	o.mu.Lock()
+	if n := len(o.streams); n > 0 && o.err == nil {
+		o.err = fmt.Errorf("internal error: %d streamed objects not closed at the store's commit", n)
+	}
+	o.mu.Unlock()
 	if err := o.wait(); err != nil {
 		o.abort()
 		return o.gone(err)
@@ -672,6 +780,7 @@ func (o *placeOutput) deletePut() {
 		o.err = errors.New("the store's output was abandoned")
 	}
 	o.mu.Unlock()
+	o.abortStreams()
 	// The puts under way are let finish before their objects are
 	// deleted, not cancelled: a request given up once its body is sent
 	// may still be stored by the server after the cancelled call has

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"iter"
 	"math/rand"
@@ -55,8 +57,10 @@ func (*memStore) ReadFirst(string, []byte) (int, int64, error) {
 func (*memStore) Download(context.Context, string, *os.File, int64, int64, func(int64, int64)) error {
 	return errors.ErrUnsupported
 }
-func (*memStore) Writer(string, func() (*os.File, error)) ObjectWriter { return nil }
-func (*memStore) AbortAll()                                            {}
+func (m *memStore) Writer(name string, _ func() (*os.File, error)) ObjectWriter {
+	return &memWriter{m: m, name: name}
+}
+func (*memStore) AbortAll() {}
 func (m *memStore) Exists(name string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -665,6 +669,160 @@ func TestBodyClasses(t *testing.T) {
 		}
 		if again, q := bodyClass(size); again != size || q != p {
 			t.Fatalf("class of %d is %d, whose class is %d", n, size, again)
+		}
+	}
+}
+
+// memWriter is an object of memStore written in order: nothing there
+// until Commit, which logs "UPLOAD key (n writes)" and fails as a PUT of
+// the name would (failPut); Abort logs "ABORT key".
+type memWriter struct {
+	m      *memStore
+	name   string
+	buf    []byte
+	writes int
+	ended  bool
+}
+
+func (w *memWriter) Write(p []byte) (int, error) {
+	if w.ended {
+		return 0, errors.New("written after its end")
+	}
+	w.buf = append(w.buf, p...)
+	w.writes++
+	return len(p), nil
+}
+func (w *memWriter) WriteAt([]byte, int64) (int, error) { return 0, errors.ErrUnsupported }
+func (w *memWriter) ReadAt([]byte, int64) (int, error)  { return 0, errors.ErrUnsupported }
+func (w *memWriter) Reserve(int64) error                { return errors.ErrUnsupported }
+func (w *memWriter) File(int64) (*os.File, error)       { return nil, errors.ErrUnsupported }
+func (w *memWriter) Size() int64                        { return int64(len(w.buf)) }
+func (w *memWriter) Commit() error {
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	if w.ended {
+		panic("memWriter: Commit after its end")
+	}
+	w.ended = true
+	key := strings.TrimPrefix(w.name, "mem://b/s.zarr/")
+	if w.m.failPut != "" && strings.Contains(w.name, w.m.failPut) {
+		return errors.New("refused")
+	}
+	w.m.objects[w.name] = w.buf
+	w.m.log = append(w.m.log, fmt.Sprintf("UPLOAD %s (%d writes)", key, w.writes))
+	return nil
+}
+func (w *memWriter) Abort() {
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	if w.ended {
+		panic("memWriter: Abort after its end")
+	}
+	w.ended = true
+	w.m.log = append(w.m.log, "ABORT "+strings.TrimPrefix(w.name, "mem://b/s.zarr/"))
+}
+
+// TestPlaceOutputStream: a streamed object of a store on a place is sent
+// in order through the place's writer and made at its Close, after the
+// marker and the old store's metadata deleted, the metadata after it;
+// an abort, with a stream open or closed, or a refused upload, leaves
+// nothing; a metadata key is not streamed.
+func TestPlaceOutputStream(t *testing.T) {
+	defer memPlace.reset()
+	memPlace.reset()
+	memPlace.objects["mem://b/s.zarr/meta"] = []byte("old")
+	o, err := CreateStore("mem://b/s.zarr", claimsMeta, isMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Stream("meta"); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("Stream of a metadata key: %v, want ErrUnsupported", err)
+	}
+	w, err := o.Stream("c/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range []string{"shard ", "in ", "parts"} {
+		if _, err := io.WriteString(w, part); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := memPlace.objects["mem://b/s.zarr/c/0"]; ok {
+		t.Fatal("the streamed object is there before its Close")
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Put("meta", []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(memPlace.objects["mem://b/s.zarr/c/0"]); got != "shard in parts" {
+		t.Errorf("streamed object %q", got)
+	}
+	want := []string{"PUT " + WritingMarker, "DELETE meta", "UPLOAD c/0 (3 writes)", "PUT meta", "DELETE " + WritingMarker}
+	if !slices.Equal(memPlace.log, want) {
+		t.Errorf("requests %q, want %q", memPlace.log, want)
+	}
+	if o.Written() != int64(len("shard in parts")+len("new")) {
+		t.Errorf("Written %d", o.Written())
+	}
+
+	for _, c := range []string{"open", "closed", "refused"} {
+		memPlace.reset()
+		memPlace.objects["mem://b/other"] = []byte("beside")
+		o, err := CreateStore("mem://b/s.zarr", claimsMeta, isMeta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == "refused" {
+			memPlace.failPut = "c/1"
+		}
+		w0, err := o.Stream("c/0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w1, err := o.Stream("c/1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(w0, "zero")
+		io.WriteString(w1, "one")
+		if err := w0.Close(); err != nil {
+			t.Fatal(err)
+		}
+		switch c {
+		case "open":
+			o.Abort()
+			if _, err := w1.Write([]byte("more")); err == nil {
+				t.Errorf("%s: a Write after the abort: no error", c)
+			}
+			if err := w1.Close(); err == nil {
+				t.Errorf("%s: Close after the abort: no error", c)
+			}
+		case "closed":
+			if err := w1.Close(); err != nil {
+				t.Fatal(err)
+			}
+			o.Abort()
+		case "refused":
+			if err := w1.Close(); err == nil || !strings.Contains(err.Error(), "c/1: refused") {
+				t.Fatalf("%s: Close: %v", c, err)
+			}
+			if err := o.Commit(); err == nil {
+				t.Fatalf("%s: Commit after a refused upload: no error", c)
+			}
+		}
+		if keys := memPlace.keys(); len(keys) != 0 {
+			t.Errorf("%s: objects left: %q (requests %q)", c, keys, memPlace.log)
+		}
+		if c == "open" && !slices.Contains(memPlace.log, "ABORT c/1") {
+			t.Errorf("%s: the open upload was not aborted: %q", c, memPlace.log)
+		}
+		if _, ok := memPlace.objects["mem://b/other"]; !ok {
+			t.Errorf("%s: an object beside the store was deleted", c)
 		}
 	}
 }
