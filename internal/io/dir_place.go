@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"math/bits"
 	"os"
 	"slices"
 	"strings"
@@ -196,51 +195,66 @@ func (d *Dir) readsOwnBuffers() bool {
 	return ok
 }
 
-// The body pool: buffers in size classes of a sixteenth of a power of two
-// (at most 12.5% over what is asked), from 64 KiB to 32 GiB; smaller
-// bodies are allocated as before, their faults and clearing cheap.
-const minPooledBody = 64 << 10
+// The body pool: a few buffers given back, maxFreeBodies bytes at most
+// in all (the rest left to the collector: memory held here is memory the
+// process keeps), each taken again by a read that fills more than half
+// of it. Bodies under minPooledBody are allocated as before, their
+// faults and clearing cheap.
+const (
+	minPooledBody = 64 << 10
+	maxFreeBodies = 16 << 20
+)
 
-var bodyPools [32][16]sync.Pool
-
-// bodyClass is the size class of n >= minPooledBody: its capacity and the
-// pool holding it (nil past the largest class).
-func bodyClass(n int) (int, *sync.Pool) {
-	shift := bits.Len(uint(n-1)) - 4 // n-1 < 16<<shift
-	step := 1 << shift
-	c := (n + step - 1) / step // 9…16: 8·step < n ≤ 16·step
-	if shift >= len(bodyPools) {
-		return c * step, nil
-	}
-	return c * step, &bodyPools[shift][c-1]
+var bodyFree struct {
+	sync.Mutex
+	bufs  [][]byte
+	bytes int
 }
 
-// bodyBuffer is a buffer of length n, from the pool where n is large.
+// bodyBuffer is a buffer of length n: the smallest free one that fits,
+// else a new one with an eighth more room, so that a neighbour's body a
+// little larger fits it later.
 func bodyBuffer(n int) []byte {
 	if n < minPooledBody {
 		return make([]byte, n)
 	}
-	size, p := bodyClass(n)
-	if p == nil {
-		return make([]byte, n)
+	bodyFree.Lock()
+	best := -1
+	for i, b := range bodyFree.bufs {
+		if c := cap(b); c >= n && c/2 < n && (best < 0 || c < cap(bodyFree.bufs[best])) {
+			best = i
+		}
 	}
-	if b, ok := p.Get().(*[]byte); ok {
-		return (*b)[:n]
+	if best >= 0 {
+		b := bodyFree.bufs[best]
+		last := len(bodyFree.bufs) - 1
+		bodyFree.bufs[best] = bodyFree.bufs[last]
+		bodyFree.bufs[last] = nil
+		bodyFree.bufs = bodyFree.bufs[:last]
+		bodyFree.bytes -= cap(b)
+		bodyFree.Unlock()
+		return b[:n]
 	}
-	return make([]byte, n, size)
+	bodyFree.Unlock()
+	return make([]byte, n, n+n/8)
 }
 
-// putBody puts b in its class's pool if its capacity is one of the
-// classes' (a buffer bodyBuffer made).
+// putBody keeps b for a later read, the oldest kept let go past
+// maxFreeBodies.
 func putBody(b []byte) {
 	c := cap(b)
-	if c < minPooledBody {
+	if c < minPooledBody || c > maxFreeBodies {
 		return
 	}
-	if size, p := bodyClass(c); size == c && p != nil {
-		b = b[:c]
-		p.Put(&b)
+	bodyFree.Lock()
+	defer bodyFree.Unlock()
+	for bodyFree.bytes+c > maxFreeBodies {
+		bodyFree.bytes -= cap(bodyFree.bufs[0])
+		bodyFree.bufs[0] = nil
+		bodyFree.bufs = bodyFree.bufs[1:]
 	}
+	bodyFree.bufs = append(bodyFree.bufs, b[:c])
+	bodyFree.bytes += c
 }
 
 func (d *Dir) sizeRemote(key string) (int64, error) {

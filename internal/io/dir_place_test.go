@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"iter"
-	"math/rand"
 	"os"
 	"path"
 	"runtime"
@@ -597,7 +596,7 @@ func (m *memInto) GetObjectRangeInto(ctx context.Context, name string, off, n in
 }
 
 // TestReadPooled: the pooled reads give the bytes ReadRange and
-// ReadBounded give, in buffers of a pool class, read into by a place
+// ReadBounded give, in buffers of the body pool, read into by a place
 // that can; a place handing out memory it keeps never has it pooled.
 func TestReadPooled(t *testing.T) {
 	data := make([]byte, 300_000)
@@ -619,9 +618,6 @@ func TestReadPooled(t *testing.T) {
 		b, err := d.ReadRangePooled("c", 1000, 100_000)
 		if err != nil || !bytes.Equal(b, data[1000:101_000]) {
 			t.Fatalf("%s: ReadRangePooled: %v", d.name, err)
-		}
-		if size, _ := bodyClass(100_000); cap(b) != size {
-			t.Errorf("%s: ReadRangePooled: capacity %d, not the class's %d", d.name, cap(b), size)
 		}
 		ReleaseBody(d, b)
 		b, err = d.ReadBoundedPooled("c", 1<<20)
@@ -656,20 +652,36 @@ func TestReadPooled(t *testing.T) {
 	}
 }
 
-// TestBodyClasses: a class holds what is asked with at most an eighth
-// more, and is its own class, so that a buffer goes back to the pool it
-// came from.
-func TestBodyClasses(t *testing.T) {
-	r := rand.New(rand.NewSource(34))
-	for range 10_000 {
-		n := minPooledBody + r.Intn(1<<(17+r.Intn(14)))
-		size, p := bodyClass(n)
-		if size < n || size-n > n/8 || p == nil {
-			t.Fatalf("class of %d: %d bytes", n, size)
-		}
-		if again, q := bodyClass(size); again != size || q != p {
-			t.Fatalf("class of %d is %d, whose class is %d", n, size, again)
-		}
+// TestBodyPool: a body given back is taken again by a read it fits
+// (more than half full), the smallest that fits first; the pool keeps at
+// most maxFreeBodies bytes, letting the oldest go.
+func TestBodyPool(t *testing.T) {
+	bodyFree.Lock()
+	bodyFree.bufs, bodyFree.bytes = nil, 0
+	bodyFree.Unlock()
+	small, large := bodyBuffer(100_000), bodyBuffer(1_000_000)
+	putBody(large)
+	putBody(small)
+	if b := bodyBuffer(90_000); &b[0] != &small[0] || len(b) != 90_000 {
+		t.Error("a read of 90,000 bytes did not take the 100,000-byte body")
+	}
+	if b := bodyBuffer(400_000); &b[0] == &large[0] {
+		t.Error("a read of 400,000 bytes took a body of 1,000,000 (less than half used)")
+	}
+	if b := bodyBuffer(1_100_000); &b[0] != &large[0] {
+		t.Error("a read of 1,100,000 bytes did not take the body of 1,000,000 made with room to spare")
+	}
+	if b := bodyBuffer(1000); cap(b) != 1000 {
+		t.Errorf("a small read: capacity %d", cap(b))
+	}
+	for range 40 {
+		putBody(make([]byte, 1<<20))
+	}
+	bodyFree.Lock()
+	n, kept := len(bodyFree.bufs), bodyFree.bytes
+	bodyFree.Unlock()
+	if kept > maxFreeBodies || n != maxFreeBodies/(1<<20) {
+		t.Errorf("the pool keeps %d bodies, %d bytes (at most %d)", n, kept, maxFreeBodies)
 	}
 }
 
