@@ -570,9 +570,11 @@ func (s *placeStream) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Close makes the object (the upload completed), counted as a put under
-// way meanwhile, so that an abort waits for it before deleting it; a
-// store that has failed aborts it instead.
+// Close completes the object in the background (its last parts sent,
+// the upload completed), as Put sends: the shard writer goes on to the
+// next shard meanwhile. It counts as a put under way, so that Commit
+// waits for it and reports its failure, and an abort waits for it
+// before deleting it; a store that has failed aborts the upload instead.
 func (s *placeStream) Close() error {
 	o := s.o
 	o.mu.Lock()
@@ -581,6 +583,10 @@ func (s *placeStream) Close() error {
 		return fmt.Errorf("%s: closed after the store's output ended", s.key)
 	}
 	delete(o.streams, s)
+	// As many completing at once as Put sends.
+	for o.err == nil && o.inFlight > 0 && o.inFlight >= max(ObjectOptions.Transfers, 1) {
+		o.cond.Wait()
+	}
 	if err := o.err; err != nil {
 		o.mu.Unlock()
 		s.w.Abort()
@@ -588,16 +594,17 @@ func (s *placeStream) Close() error {
 	}
 	o.inFlight++
 	o.mu.Unlock()
-	err := s.w.Commit()
-	o.mu.Lock()
-	if err != nil {
-		err = fmt.Errorf("%s: %w", s.key, err)
-		o.err = cmp.Or(o.err, err)
-	}
-	o.inFlight--
-	o.cond.Broadcast()
-	o.mu.Unlock()
-	return err
+	go func() {
+		err := s.w.Commit()
+		o.mu.Lock()
+		if err != nil && o.err == nil {
+			o.err = fmt.Errorf("%s: %w", s.key, err)
+		}
+		o.inFlight--
+		o.cond.Broadcast()
+		o.mu.Unlock()
+	}()
+	return nil
 }
 
 // abortStreams aborts the uploads of the objects streamed and not closed
