@@ -377,6 +377,7 @@ type placeOutput struct {
 	put       []string
 	held      map[string][]byte
 	streams   map[*placeStream]bool // objects streamed, not yet closed
+	closing   map[*placeStream]bool // those closed, being completed
 	written   int64
 	replaces  bool // objects were under the prefix at the start
 	hadMarker bool // among them WritingMarker: an interrupted run's leftovers
@@ -455,7 +456,7 @@ func createPlaceDir(name string, claims func(*Dir) bool, last func(string) bool)
 	}
 	HandleSignals()
 	ctx, cancel := context.WithCancel(context.Background())
-	o := &placeOutput{sp: sp, url: url, last: last, p: p, ctx: ctx, cancel: cancel, held: map[string][]byte{}, streams: map[*placeStream]bool{}, replaces: replaces, wasStore: wasStore, hadMarker: hadMarker}
+	o := &placeOutput{sp: sp, url: url, last: last, p: p, ctx: ctx, cancel: cancel, held: map[string][]byte{}, streams: map[*placeStream]bool{}, closing: map[*placeStream]bool{}, replaces: replaces, wasStore: wasStore, hadMarker: hadMarker}
 	o.cond = sync.NewCond(&o.mu)
 	remoteOutputs.Store(o, true)
 	return &DirOutput{name: name, remote: o}, nil
@@ -593,6 +594,7 @@ func (s *placeStream) Close() error {
 		return err
 	}
 	o.inFlight++
+	o.closing[s] = true
 	o.mu.Unlock()
 	go func() {
 		err := s.w.Commit()
@@ -600,11 +602,25 @@ func (s *placeStream) Close() error {
 		if err != nil && o.err == nil {
 			o.err = fmt.Errorf("%s: %w", s.key, err)
 		}
+		delete(o.closing, s)
 		o.inFlight--
 		o.cond.Broadcast()
 		o.mu.Unlock()
 	}()
 	return nil
+}
+
+// cancelClosing ends the requests of the streamed objects being
+// completed (their writers' own contexts, which o.cancel does not reach),
+// where the writer can (the PartWriter's Cancel).
+func (o *placeOutput) cancelClosing() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for s := range o.closing {
+		if c, ok := s.w.(interface{ Cancel() }); ok {
+			c.Cancel()
+		}
+	}
 }
 
 // abortStreams aborts the uploads of the objects streamed and not closed
@@ -814,6 +830,7 @@ func (o *placeOutput) deletePut() {
 	case <-time.After(abortGrace):
 	}
 	o.cancel()
+	o.cancelClosing()
 	<-finished
 	o.mu.Lock()
 	names := make([]string, len(o.put))

@@ -33,6 +33,9 @@ type memStore struct {
 	// when it is.
 	late            string
 	release, stored chan struct{}
+	// hang: an upload (memWriter) of a name holding it is completed only
+	// when cancelled, and fails then.
+	hang string
 }
 
 var memPlace = &memStore{objects: map[string][]byte{}}
@@ -42,7 +45,7 @@ func init() { Register("mem://", memPlace) }
 func (m *memStore) reset() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.objects, m.log, m.failPut, m.gate, m.late = map[string][]byte{}, nil, "", nil, ""
+	m.objects, m.log, m.failPut, m.gate, m.late, m.hang = map[string][]byte{}, nil, "", nil, "", ""
 }
 
 func (m *memStore) Parse(name string) (bool, error) {
@@ -57,7 +60,7 @@ func (*memStore) Download(context.Context, string, *os.File, int64, int64, func(
 	return errors.ErrUnsupported
 }
 func (m *memStore) Writer(name string, _ func() (*os.File, error)) ObjectWriter {
-	return &memWriter{m: m, name: name}
+	return &memWriter{m: m, name: name, cancelled: make(chan struct{})}
 }
 func (*memStore) AbortAll() {}
 func (m *memStore) Exists(name string) (bool, error) {
@@ -689,11 +692,17 @@ func TestBodyPool(t *testing.T) {
 // until Commit, which logs "UPLOAD key (n writes)" and fails as a PUT of
 // the name would (failPut); Abort logs "ABORT key".
 type memWriter struct {
-	m      *memStore
-	name   string
-	buf    []byte
-	writes int
-	ended  bool
+	m         *memStore
+	name      string
+	buf       []byte
+	writes    int
+	ended     bool
+	cancelled chan struct{}
+	cancel    sync.Once
+}
+
+func (w *memWriter) Cancel() {
+	w.cancel.Do(func() { close(w.cancelled) })
 }
 
 func (w *memWriter) Write(p []byte) (int, error) {
@@ -710,6 +719,17 @@ func (w *memWriter) Reserve(int64) error                { return errors.ErrUnsup
 func (w *memWriter) File(int64) (*os.File, error)       { return nil, errors.ErrUnsupported }
 func (w *memWriter) Size() int64                        { return int64(len(w.buf)) }
 func (w *memWriter) Commit() error {
+	w.m.mu.Lock()
+	hang := w.m.hang != "" && strings.Contains(w.name, w.m.hang)
+	w.m.mu.Unlock()
+	if hang {
+		<-w.cancelled
+		w.m.mu.Lock()
+		defer w.m.mu.Unlock()
+		w.ended = true
+		w.m.log = append(w.m.log, "CANCELLED "+strings.TrimPrefix(w.name, "mem://b/s.zarr/"))
+		return context.Canceled
+	}
 	w.m.mu.Lock()
 	defer w.m.mu.Unlock()
 	if w.ended {
@@ -837,5 +857,43 @@ func TestPlaceOutputStream(t *testing.T) {
 		if _, ok := memPlace.objects["mem://b/other"]; !ok {
 			t.Errorf("%s: an object beside the store was deleted", c)
 		}
+	}
+}
+
+// TestPlaceOutputStreamHungUpload: an abort waits abortGrace for a
+// streamed object being completed, then cancels its requests (its
+// writer's own context, which the store's does not reach), so that a
+// server that does not answer cannot hold the abort, and a signal's
+// exit, forever.
+func TestPlaceOutputStreamHungUpload(t *testing.T) {
+	defer func(g time.Duration) { abortGrace = g }(abortGrace)
+	abortGrace = 50 * time.Millisecond
+	memPlace.reset()
+	defer memPlace.reset()
+	memPlace.hang = "c/0"
+	o, err := CreateStore("mem://b/s.zarr", claimsMeta, isMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := o.Stream("c/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(w, "zero")
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { o.Abort(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the abort still waits for the hung upload 10 s on")
+	}
+	if !slices.Contains(memPlace.log, "CANCELLED c/0") {
+		t.Errorf("the upload was not cancelled: %q", memPlace.log)
+	}
+	if keys := memPlace.keys(); len(keys) != 0 {
+		t.Errorf("objects left: %q", keys)
 	}
 }
