@@ -107,8 +107,13 @@ func regularObject(key string, fi os.FileInfo) error {
 
 // ReadRange returns n bytes at off (off < 0: the last -off bytes).
 func (d *Dir) ReadRange(key string, off, n int64) ([]byte, error) {
+	return d.readRange(key, off, n, nil)
+}
+
+// readRange is ReadRange into alloc(n) (nil: a new slice).
+func (d *Dir) readRange(key string, off, n int64, alloc func(n int) []byte) ([]byte, error) {
 	if d.remote != nil {
-		return d.readRangeRemote(key, off, n)
+		return d.readRangeRemote(key, off, n, alloc)
 	}
 	f, size, err := d.open(key)
 	if err != nil {
@@ -121,7 +126,7 @@ func (d *Dir) ReadRange(key string, off, n int64) ([]byte, error) {
 	if off < 0 || n < 0 || off > size || n > size-off {
 		return nil, fmt.Errorf("%d bytes at %d lie past the object's end (%d bytes)", n, max(off, 0), size)
 	}
-	b := make([]byte, n)
+	b := allocOr(alloc, n)
 	if _, err := f.ReadAt(b, off); err != nil && !(errors.Is(err, io.EOF) && n == 0) {
 		return nil, keyError(key, err)
 	}

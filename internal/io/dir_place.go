@@ -45,6 +45,15 @@ type StorePlace interface {
 	DeleteObject(ctx context.Context, name string) error
 }
 
+// StorePlaceInto is what a StorePlace adds to read an object's body into
+// memory its caller gives: alloc(n), n the body's length as the server
+// sends it, so that a reader of many MiB-sized chunks reuses its buffers
+// instead of faulting in and clearing fresh memory at every GET.
+type StorePlaceInto interface {
+	GetObjectInto(ctx context.Context, name string, limit int64, alloc func(n int) []byte) ([]byte, error)
+	GetObjectRangeInto(ctx context.Context, name string, off, n int64, alloc func(n int) []byte) ([]byte, error)
+}
+
 // openPlaceDir is the store under the prefix name (s3://B/P/, s3://B,
 // or s3://B/P where no object P is but keys under P/ are), if its place
 // can hold one. A name that MayBeStore says is a file's (x.npy) is taken
@@ -113,22 +122,139 @@ func readError(key string, err error) error {
 	return err
 }
 
-func (d *Dir) readRemote(key string, limit int64) ([]byte, error) {
+// readRemote and readRangeRemote read into alloc(n) where the place
+// can (StorePlaceInto) and alloc is not nil.
+func (d *Dir) readRemote(key string, limit int64, alloc func(n int) []byte) ([]byte, error) {
 	name, err := d.remoteKey(key)
 	if err != nil {
 		return nil, err
 	}
-	b, err := d.remote.GetObject(context.Background(), name, limit)
+	var b []byte
+	if into, ok := d.remote.(StorePlaceInto); ok && alloc != nil {
+		b, err = into.GetObjectInto(context.Background(), name, limit, alloc)
+	} else {
+		b, err = d.remote.GetObject(context.Background(), name, limit)
+	}
 	return b, readError(key, err)
 }
 
-func (d *Dir) readRangeRemote(key string, off, n int64) ([]byte, error) {
+func (d *Dir) readRangeRemote(key string, off, n int64, alloc func(n int) []byte) ([]byte, error) {
 	name, err := d.remoteKey(key)
 	if err != nil {
 		return nil, err
 	}
-	b, err := d.remote.GetObjectRange(context.Background(), name, off, n)
+	var b []byte
+	if into, ok := d.remote.(StorePlaceInto); ok && alloc != nil {
+		b, err = into.GetObjectRangeInto(context.Background(), name, off, n, alloc)
+	} else {
+		b, err = d.remote.GetObjectRange(context.Background(), name, off, n)
+	}
 	return b, readError(key, err)
+}
+
+// ReadRangePooled is ReadRange with the bytes in a buffer of the body
+// pool: give it back with ReleaseBody once done with it.
+func (d *Dir) ReadRangePooled(key string, off, n int64) ([]byte, error) {
+	return d.readRange(key, off, n, bodyBuffer)
+}
+
+// ReadBoundedPooled is ReadBounded with the bytes in a buffer of the body
+// pool, as ReadRangePooled.
+func (d *Dir) ReadBoundedPooled(key string, limit int64) ([]byte, error) {
+	return d.readBounded(key, limit, bodyBuffer)
+}
+
+// ReadRangePooled is st.ReadRange, into the body pool where st is a Dir.
+func ReadRangePooled(st interface {
+	ReadRange(key string, off, n int64) ([]byte, error)
+}, key string, off, n int64) ([]byte, error) {
+	if d, ok := st.(*Dir); ok {
+		return d.ReadRangePooled(key, off, n)
+	}
+	return st.ReadRange(key, off, n)
+}
+
+// ReleaseBody gives b, read from st by ReadRangePooled or a Dir's
+// ReadBoundedPooled, back to the body pool, where st is a Dir whose reads
+// come from it; b must not be used after. A buffer not given back is only
+// left to the collector.
+func ReleaseBody(st any, b []byte) {
+	if d, ok := st.(*Dir); ok && d.readsOwnBuffers() {
+		putBody(b)
+	}
+}
+
+// readsOwnBuffers says whether the Dir's reads give buffers of their own:
+// a local directory's and a StorePlaceInto's do; another place may hand
+// out memory it keeps (an object held in memory), never to be reused.
+func (d *Dir) readsOwnBuffers() bool {
+	if d.remote == nil {
+		return true
+	}
+	_, ok := d.remote.(StorePlaceInto)
+	return ok
+}
+
+// The body pool: a few buffers given back, maxFreeBodies bytes at most
+// in all (the rest left to the collector: memory held here is memory the
+// process keeps), each taken again by a read that fills more than half
+// of it. Bodies under minPooledBody are allocated as before, their
+// faults and clearing cheap.
+const (
+	minPooledBody = 64 << 10
+	maxFreeBodies = 16 << 20
+)
+
+var bodyFree struct {
+	sync.Mutex
+	bufs  [][]byte
+	bytes int
+}
+
+// bodyBuffer is a buffer of length n: the smallest free one that fits,
+// else a new one with an eighth more room, so that a neighbour's body a
+// little larger fits it later.
+func bodyBuffer(n int) []byte {
+	if n < minPooledBody {
+		return make([]byte, n)
+	}
+	bodyFree.Lock()
+	best := -1
+	for i, b := range bodyFree.bufs {
+		if c := cap(b); c >= n && c/2 < n && (best < 0 || c < cap(bodyFree.bufs[best])) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		b := bodyFree.bufs[best]
+		last := len(bodyFree.bufs) - 1
+		bodyFree.bufs[best] = bodyFree.bufs[last]
+		bodyFree.bufs[last] = nil
+		bodyFree.bufs = bodyFree.bufs[:last]
+		bodyFree.bytes -= cap(b)
+		bodyFree.Unlock()
+		return b[:n]
+	}
+	bodyFree.Unlock()
+	return make([]byte, n, n+n/8)
+}
+
+// putBody keeps b for a later read, the oldest kept let go past
+// maxFreeBodies.
+func putBody(b []byte) {
+	c := cap(b)
+	if c < minPooledBody || c > maxFreeBodies {
+		return
+	}
+	bodyFree.Lock()
+	defer bodyFree.Unlock()
+	for bodyFree.bytes+c > maxFreeBodies {
+		bodyFree.bytes -= cap(bodyFree.bufs[0])
+		bodyFree.bufs[0] = nil
+		bodyFree.bufs = bodyFree.bufs[1:]
+	}
+	bodyFree.bufs = append(bodyFree.bufs, b[:c])
+	bodyFree.bytes += c
 }
 
 func (d *Dir) sizeRemote(key string) (int64, error) {
@@ -184,8 +310,13 @@ func (d *Dir) WalkObjects(dir string, fn func(key string, size int64) error) err
 // bytes, else an error naming its size: for an object of a place, one
 // request (no HEAD before the GET).
 func (d *Dir) ReadBounded(key string, limit int64) ([]byte, error) {
+	return d.readBounded(key, limit, nil)
+}
+
+// readBounded is ReadBounded into alloc(n) (nil: a new slice).
+func (d *Dir) readBounded(key string, limit int64, alloc func(n int) []byte) ([]byte, error) {
 	if d.remote != nil {
-		return d.readRemote(key, limit)
+		return d.readRemote(key, limit, alloc)
 	}
 	f, size, err := d.open(key)
 	if err != nil {
@@ -195,11 +326,19 @@ func (d *Dir) ReadBounded(key string, limit int64) ([]byte, error) {
 	if size > limit {
 		return nil, fmt.Errorf("%s holds %d bytes, more than it can (at most %d): not read", key, size, limit)
 	}
-	b := make([]byte, size)
+	b := allocOr(alloc, size)
 	if _, err := io.ReadFull(f, b); err != nil {
 		return nil, keyError(key, err)
 	}
 	return b, nil
+}
+
+// allocOr is alloc(n), or a new slice when alloc is nil.
+func allocOr(alloc func(n int) []byte, n int64) []byte {
+	if alloc == nil {
+		return make([]byte, n)
+	}
+	return alloc(int(n))[:n]
 }
 
 // InFlight is how many objects a reader of the store should ask for at
@@ -237,6 +376,8 @@ type placeOutput struct {
 	err       error // the first failure
 	put       []string
 	held      map[string][]byte
+	streams   map[*placeStream]bool // objects streamed, not yet closed
+	closing   map[*placeStream]bool // those closed, being completed
 	written   int64
 	replaces  bool // objects were under the prefix at the start
 	hadMarker bool // among them WritingMarker: an interrupted run's leftovers
@@ -317,7 +458,7 @@ func createPlaceDir(name string, claims func(*Dir) bool, last func(string) bool)
 	}
 	HandleSignals()
 	ctx, cancel := context.WithCancel(context.Background())
-	o := &placeOutput{sp: sp, url: url, last: last, p: p, ctx: ctx, cancel: cancel, held: map[string][]byte{}, replaces: replaces, wasStore: wasStore, hadMarker: hadMarker}
+	o := &placeOutput{sp: sp, url: url, last: last, p: p, ctx: ctx, cancel: cancel, held: map[string][]byte{}, streams: map[*placeStream]bool{}, closing: map[*placeStream]bool{}, replaces: replaces, wasStore: wasStore, hadMarker: hadMarker}
 	o.cond = sync.NewCond(&o.mu)
 	remoteOutputs.Store(o, true)
 	return &DirOutput{name: name, remote: o}, nil
@@ -366,6 +507,123 @@ func (o *placeOutput) Put(key string, data []byte) error {
 		o.mu.Unlock()
 	}()
 	return nil
+}
+
+// Stream starts the data object key, written in order and sent in parts
+// as they fill (the place's Writer: a multipart upload, through a scratch
+// file past its first part), complete at Close: a shard too large to hold
+// goes out as it is made. As Put: the marker first, the old store's
+// metadata deleted, and the key recorded for deletion before a byte is
+// sent; the store's abort, or a failure, aborts its upload. A metadata
+// key says errors.ErrUnsupported: metadata is held for Commit (Put).
+func (o *placeOutput) Stream(key string) (io.WriteCloser, error) {
+	name, err := (&Dir{url: o.url}).remoteKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if o.last != nil && o.last(key) {
+		return nil, errors.ErrUnsupported
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err != nil {
+		return nil, o.err
+	}
+	if err := o.start(); err != nil {
+		return nil, err
+	}
+	o.put = append(o.put, key)
+	s := &placeStream{o: o, key: key, w: o.p.Writer(name, Scratch)}
+	o.streams[s] = true
+	return s, nil
+}
+
+// placeStream is an object of a store being streamed to a place.
+type placeStream struct {
+	o   *placeOutput
+	key string
+	w   ObjectWriter
+}
+
+// Write appends p; once the store is aborted, the writer's error (its
+// upload is aborted, its context over).
+func (s *placeStream) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	o := s.o
+	o.mu.Lock()
+	o.written += int64(n)
+	if err != nil && o.err == nil {
+		o.err = fmt.Errorf("%s: %w", s.key, err)
+	}
+	o.mu.Unlock()
+	return n, err
+}
+
+// Close completes the object in the background (its last parts sent,
+// the upload completed), as Put sends: the shard writer goes on to the
+// next shard meanwhile. It counts as a put under way, so that Commit
+// waits for it and reports its failure, and an abort waits for it
+// before deleting it; a store that has failed aborts the upload instead.
+func (s *placeStream) Close() error {
+	o := s.o
+	o.mu.Lock()
+	if !o.streams[s] {
+		o.mu.Unlock()
+		return fmt.Errorf("%s: closed after the store's output ended", s.key)
+	}
+	delete(o.streams, s)
+	// As many completing at once as Put sends.
+	for o.err == nil && o.inFlight > 0 && o.inFlight >= max(ObjectOptions.Transfers, 1) {
+		o.cond.Wait()
+	}
+	if err := o.err; err != nil {
+		o.mu.Unlock()
+		s.w.Abort()
+		return err
+	}
+	o.inFlight++
+	o.closing[s] = true
+	o.mu.Unlock()
+	go func() {
+		err := s.w.Commit()
+		o.mu.Lock()
+		if err != nil && o.err == nil {
+			o.err = fmt.Errorf("%s: %w", s.key, err)
+		}
+		delete(o.closing, s)
+		o.inFlight--
+		o.cond.Broadcast()
+		o.mu.Unlock()
+	}()
+	return nil
+}
+
+// cancelClosing ends the requests of the streamed objects being
+// completed (their writers' own contexts, which o.cancel does not reach),
+// where the writer can (the PartWriter's Cancel).
+func (o *placeOutput) cancelClosing() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for s := range o.closing {
+		if c, ok := s.w.(interface{ Cancel() }); ok {
+			c.Cancel()
+		}
+	}
+}
+
+// abortStreams aborts the uploads of the objects streamed and not closed
+// (o.err set: a Close from here on aborts its own).
+func (o *placeOutput) abortStreams() {
+	o.mu.Lock()
+	open := make([]*placeStream, 0, len(o.streams))
+	for s := range o.streams {
+		open = append(open, s)
+	}
+	clear(o.streams)
+	o.mu.Unlock()
+	for _, s := range open {
+		s.w.Abort() // after a Write under way, which it waits for
+	}
 }
 
 // WritingMarker is the object a run writing a store to a place puts
@@ -476,6 +734,11 @@ func (o *placeOutput) wait() error {
 
 func (o *placeOutput) commit() error {
 	defer remoteOutputs.Delete(o)
+	o.mu.Lock()
+	if n := len(o.streams); n > 0 && o.err == nil {
+		o.err = fmt.Errorf("internal error: %d streamed objects not closed at the store's commit", n)
+	}
+	o.mu.Unlock()
 	if err := o.wait(); err != nil {
 		o.abort()
 		return o.gone(err)
@@ -578,6 +841,7 @@ func (o *placeOutput) deletePut() {
 		o.err = errors.New("the store's output was abandoned")
 	}
 	o.mu.Unlock()
+	o.abortStreams()
 	// The puts under way are let finish before their objects are
 	// deleted, not cancelled: a request given up once its body is sent
 	// may still be stored by the server after the cancelled call has
@@ -590,6 +854,7 @@ func (o *placeOutput) deletePut() {
 	case <-time.After(abortGrace):
 	}
 	o.cancel()
+	o.cancelClosing()
 	<-finished
 	o.mu.Lock()
 	names := make([]string, len(o.put))

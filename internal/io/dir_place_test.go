@@ -1,9 +1,12 @@
 package fileio
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"iter"
 	"os"
@@ -30,6 +33,9 @@ type memStore struct {
 	// when it is.
 	late                     string
 	entered, release, stored chan struct{} // entered: closed when the late PUT begins
+	// hang: an upload (memWriter) of a name holding it is completed only
+	// when cancelled, and fails then.
+	hang string
 }
 
 var memPlace = &memStore{objects: map[string][]byte{}}
@@ -39,7 +45,7 @@ func init() { Register("mem://", memPlace) }
 func (m *memStore) reset() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.objects, m.log, m.failPut, m.gate, m.late, m.entered = map[string][]byte{}, nil, "", nil, "", nil
+	m.objects, m.log, m.failPut, m.gate, m.late, m.entered, m.hang = map[string][]byte{}, nil, "", nil, "", nil, ""
 }
 
 func (m *memStore) Parse(name string) (bool, error) {
@@ -53,8 +59,10 @@ func (*memStore) ReadFirst(string, []byte) (int, int64, error) {
 func (*memStore) Download(context.Context, string, *os.File, int64, int64, func(int64, int64)) error {
 	return errors.ErrUnsupported
 }
-func (*memStore) Writer(string, func() (*os.File, error)) ObjectWriter { return nil }
-func (*memStore) AbortAll()                                            {}
+func (m *memStore) Writer(name string, _ func() (*os.File, error)) ObjectWriter {
+	return &memWriter{m: m, name: name, cancelled: make(chan struct{})}
+}
+func (*memStore) AbortAll() {}
 func (m *memStore) Exists(name string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -633,5 +641,333 @@ func TestPlaceOutputRefused(t *testing.T) {
 	}
 	if len(memPlace.log) != 0 {
 		t.Errorf("requests sent: %q", memPlace.log)
+	}
+}
+
+// memInto is memStore reading into its caller's buffers, as the s3 place
+// does, recording the lengths it was asked to allocate.
+type memInto struct {
+	*memStore
+	asked []int
+}
+
+func (m *memInto) GetObjectInto(ctx context.Context, name string, limit int64, alloc func(n int) []byte) ([]byte, error) {
+	b, err := m.GetObject(ctx, name, limit)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, errors.New("over the limit")
+	}
+	m.asked = append(m.asked, len(b))
+	return append(alloc(len(b))[:0], b...), nil
+}
+
+func (m *memInto) GetObjectRangeInto(ctx context.Context, name string, off, n int64, alloc func(n int) []byte) ([]byte, error) {
+	b, err := m.GetObjectRange(ctx, name, off, n)
+	if err != nil {
+		return nil, err
+	}
+	m.asked = append(m.asked, len(b))
+	return append(alloc(len(b))[:0], b...), nil
+}
+
+// TestReadPooled: the pooled reads give the bytes ReadRange and
+// ReadBounded give, in buffers of the body pool, read into by a place
+// that can; a place handing out memory it keeps never has it pooled.
+func TestReadPooled(t *testing.T) {
+	data := make([]byte, 300_000)
+	for i := range data {
+		data[i] = byte(i * 31 / 7)
+	}
+	local := t.TempDir()
+	if err := os.WriteFile(local+"/c", data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	memPlace.reset()
+	memPlace.objects["mem://b/s.zarr/c"] = data
+	into := &memInto{memStore: memPlace}
+	ld, ok := OpenDir(local)
+	if !ok {
+		t.Fatal("OpenDir: not a directory")
+	}
+	for _, d := range []*Dir{ld, {name: "mem://b/s.zarr", remote: into, url: "mem://b/s.zarr/"}} {
+		b, err := d.ReadRangePooled("c", 1000, 100_000)
+		if err != nil || !bytes.Equal(b, data[1000:101_000]) {
+			t.Fatalf("%s: ReadRangePooled: %v", d.name, err)
+		}
+		ReleaseBody(d, b)
+		b, err = d.ReadBoundedPooled("c", 1<<20)
+		if err != nil || !bytes.Equal(b, data) {
+			t.Fatalf("%s: ReadBoundedPooled: %v", d.name, err)
+		}
+		ReleaseBody(d, b)
+		if _, err := d.ReadBoundedPooled("c", 1000); err == nil {
+			t.Errorf("%s: ReadBoundedPooled over its limit: no error", d.name)
+		}
+		if !d.readsOwnBuffers() {
+			t.Errorf("%s: reads own buffers: false", d.name)
+		}
+	}
+	if !slices.Equal(into.asked, []int{100_000, len(data)}) {
+		t.Errorf("the place was asked to read into buffers of %v, want [100000 %d]", into.asked, len(data))
+	}
+	// memStore hands out the object it holds: never pooled.
+	kept := &Dir{name: "mem://b/s.zarr", remote: memPlace, url: "mem://b/s.zarr/"}
+	if kept.readsOwnBuffers() {
+		t.Fatal("a place without StorePlaceInto: reads own buffers")
+	}
+	b, err := kept.ReadRangePooled("c", 0, int64(len(data)))
+	if err != nil || &b[0] != &memPlace.objects["mem://b/s.zarr/c"][0] {
+		t.Fatalf("memStore: %v", err)
+	}
+	ReleaseBody(kept, b)
+	for range 10 {
+		if got := bodyBuffer(len(data)); &got[0] == &b[0] {
+			t.Fatal("the object a place keeps was given out as a body buffer")
+		}
+	}
+}
+
+// TestBodyPool: a body given back is taken again by a read it fits
+// (more than half full), the smallest that fits first; the pool keeps at
+// most maxFreeBodies bytes, letting the oldest go.
+func TestBodyPool(t *testing.T) {
+	bodyFree.Lock()
+	bodyFree.bufs, bodyFree.bytes = nil, 0
+	bodyFree.Unlock()
+	small, large := bodyBuffer(100_000), bodyBuffer(1_000_000)
+	putBody(large)
+	putBody(small)
+	if b := bodyBuffer(90_000); &b[0] != &small[0] || len(b) != 90_000 {
+		t.Error("a read of 90,000 bytes did not take the 100,000-byte body")
+	}
+	if b := bodyBuffer(400_000); &b[0] == &large[0] {
+		t.Error("a read of 400,000 bytes took a body of 1,000,000 (less than half used)")
+	}
+	if b := bodyBuffer(1_100_000); &b[0] != &large[0] {
+		t.Error("a read of 1,100,000 bytes did not take the body of 1,000,000 made with room to spare")
+	}
+	if b := bodyBuffer(1000); cap(b) != 1000 {
+		t.Errorf("a small read: capacity %d", cap(b))
+	}
+	for range 40 {
+		putBody(make([]byte, 1<<20))
+	}
+	bodyFree.Lock()
+	n, kept := len(bodyFree.bufs), bodyFree.bytes
+	bodyFree.Unlock()
+	if kept > maxFreeBodies || n != maxFreeBodies/(1<<20) {
+		t.Errorf("the pool keeps %d bodies, %d bytes (at most %d)", n, kept, maxFreeBodies)
+	}
+}
+
+// memWriter is an object of memStore written in order: nothing there
+// until Commit, which logs "UPLOAD key (n writes)" and fails as a PUT of
+// the name would (failPut); Abort logs "ABORT key".
+type memWriter struct {
+	m         *memStore
+	name      string
+	buf       []byte
+	writes    int
+	ended     bool
+	cancelled chan struct{}
+	cancel    sync.Once
+}
+
+func (w *memWriter) Cancel() {
+	w.cancel.Do(func() { close(w.cancelled) })
+}
+
+func (w *memWriter) Write(p []byte) (int, error) {
+	if w.ended {
+		return 0, errors.New("written after its end")
+	}
+	w.buf = append(w.buf, p...)
+	w.writes++
+	return len(p), nil
+}
+func (w *memWriter) WriteAt([]byte, int64) (int, error) { return 0, errors.ErrUnsupported }
+func (w *memWriter) ReadAt([]byte, int64) (int, error)  { return 0, errors.ErrUnsupported }
+func (w *memWriter) Reserve(int64) error                { return errors.ErrUnsupported }
+func (w *memWriter) File(int64) (*os.File, error)       { return nil, errors.ErrUnsupported }
+func (w *memWriter) Size() int64                        { return int64(len(w.buf)) }
+func (w *memWriter) Commit() error {
+	w.m.mu.Lock()
+	hang := w.m.hang != "" && strings.Contains(w.name, w.m.hang)
+	w.m.mu.Unlock()
+	if hang {
+		<-w.cancelled
+		w.m.mu.Lock()
+		defer w.m.mu.Unlock()
+		w.ended = true
+		w.m.log = append(w.m.log, "CANCELLED "+strings.TrimPrefix(w.name, "mem://b/s.zarr/"))
+		return context.Canceled
+	}
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	if w.ended {
+		panic("memWriter: Commit after its end")
+	}
+	w.ended = true
+	key := strings.TrimPrefix(w.name, "mem://b/s.zarr/")
+	if w.m.failPut != "" && strings.Contains(w.name, w.m.failPut) {
+		return errors.New("refused")
+	}
+	w.m.objects[w.name] = w.buf
+	w.m.log = append(w.m.log, fmt.Sprintf("UPLOAD %s (%d writes)", key, w.writes))
+	return nil
+}
+func (w *memWriter) Abort() {
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	if w.ended {
+		panic("memWriter: Abort after its end")
+	}
+	w.ended = true
+	w.m.log = append(w.m.log, "ABORT "+strings.TrimPrefix(w.name, "mem://b/s.zarr/"))
+}
+
+// TestPlaceOutputStream: a streamed object of a store on a place is sent
+// in order through the place's writer and made after its Close (before
+// Commit returns), after the
+// marker and the old store's metadata deleted, the metadata after it;
+// an abort, with a stream open or closed, or a refused upload, leaves
+// nothing; a metadata key is not streamed.
+func TestPlaceOutputStream(t *testing.T) {
+	defer memPlace.reset()
+	memPlace.reset()
+	memPlace.objects["mem://b/s.zarr/meta"] = []byte("old")
+	o, err := CreateStore("mem://b/s.zarr", claimsMeta, isMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Stream("meta"); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("Stream of a metadata key: %v, want ErrUnsupported", err)
+	}
+	w, err := o.Stream("c/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range []string{"shard ", "in ", "parts"} {
+		if _, err := io.WriteString(w, part); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := memPlace.objects["mem://b/s.zarr/c/0"]; ok {
+		t.Fatal("the streamed object is there before its Close")
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Put("meta", []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(memPlace.objects["mem://b/s.zarr/c/0"]); got != "shard in parts" {
+		t.Errorf("streamed object %q", got)
+	}
+	want := []string{"PUT " + WritingMarker, "DELETE meta", "UPLOAD c/0 (3 writes)", "PUT meta", "DELETE " + WritingMarker}
+	if !slices.Equal(memPlace.log, want) {
+		t.Errorf("requests %q, want %q", memPlace.log, want)
+	}
+	if o.Written() != int64(len("shard in parts")+len("new")) {
+		t.Errorf("Written %d", o.Written())
+	}
+
+	for _, c := range []string{"open", "closed", "refused"} {
+		memPlace.reset()
+		memPlace.objects["mem://b/other"] = []byte("beside")
+		o, err := CreateStore("mem://b/s.zarr", claimsMeta, isMeta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == "refused" {
+			memPlace.failPut = "c/1"
+		}
+		w0, err := o.Stream("c/0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w1, err := o.Stream("c/1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(w0, "zero")
+		io.WriteString(w1, "one")
+		if err := w0.Close(); err != nil {
+			t.Fatal(err)
+		}
+		switch c {
+		case "open":
+			o.Abort()
+			if _, err := w1.Write([]byte("more")); err == nil {
+				t.Errorf("%s: a Write after the abort: no error", c)
+			}
+			if err := w1.Close(); err == nil {
+				t.Errorf("%s: Close after the abort: no error", c)
+			}
+		case "closed":
+			if err := w1.Close(); err != nil {
+				t.Fatal(err)
+			}
+			o.Abort()
+		case "refused":
+			if err := w1.Close(); err != nil {
+				t.Fatalf("%s: Close: %v (the upload is completed in the background)", c, err)
+			}
+			if err := o.Commit(); err == nil || !strings.Contains(err.Error(), "c/1: refused") {
+				t.Fatalf("%s: Commit after a refused upload: %v", c, err)
+			}
+		}
+		if keys := memPlace.keys(); len(keys) != 0 {
+			t.Errorf("%s: objects left: %q (requests %q)", c, keys, memPlace.log)
+		}
+		if c == "open" && !slices.Contains(memPlace.log, "ABORT c/1") {
+			t.Errorf("%s: the open upload was not aborted: %q", c, memPlace.log)
+		}
+		if _, ok := memPlace.objects["mem://b/other"]; !ok {
+			t.Errorf("%s: an object beside the store was deleted", c)
+		}
+	}
+}
+
+// TestPlaceOutputStreamHungUpload: an abort waits abortGrace for a
+// streamed object being completed, then cancels its requests (its
+// writer's own context, which the store's does not reach), so that a
+// server that does not answer cannot hold the abort, and a signal's
+// exit, forever.
+func TestPlaceOutputStreamHungUpload(t *testing.T) {
+	defer func(g time.Duration) { abortGrace = g }(abortGrace)
+	abortGrace = 50 * time.Millisecond
+	memPlace.reset()
+	defer memPlace.reset()
+	memPlace.hang = "c/0"
+	o, err := CreateStore("mem://b/s.zarr", claimsMeta, isMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := o.Stream("c/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(w, "zero")
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { o.Abort(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the abort still waits for the hung upload 10 s on")
+	}
+	if !slices.Contains(memPlace.log, "CANCELLED c/0") {
+		t.Errorf("the upload was not cancelled: %q", memPlace.log)
+	}
+	if keys := memPlace.keys(); len(keys) != 0 {
+		t.Errorf("objects left: %q", keys)
 	}
 }

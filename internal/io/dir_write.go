@@ -124,15 +124,14 @@ func (o *DirOutput) objectPath(key string) (string, error) {
 	return p, nil
 }
 
-// Stream starts the object key, written in order and complete at Close:
-// a file in the staging directory, so that an object too big to hold (a
-// Zarr shard) is written as it is made. One not closed goes with the
-// staging directory when the store is aborted. A prefix of a place says
-// errors.ErrUnsupported: it takes whole objects (Put), each sent in one
-// request.
+// Stream starts the object key, written in order and complete at Close,
+// so that an object too big to hold (a Zarr shard) is written as it is
+// made: a file in the staging directory, which goes with it when the
+// store is aborted unclosed; on a place, a multipart upload sent as its
+// parts fill (placeOutput.Stream), aborted with the store.
 func (o *DirOutput) Stream(key string) (io.WriteCloser, error) {
 	if o.remote != nil {
-		return nil, errors.ErrUnsupported
+		return o.remote.Stream(key)
 	}
 	f, err := o.create(key)
 	if err != nil {

@@ -550,6 +550,12 @@ func (w *PartWriter) sendRest() error {
 	return nil
 }
 
+// Cancel ends the writer's requests, from any goroutine: a Commit under
+// way fails (its upload aborted), as after a failed part. It is for a
+// caller that has given up waiting for the Commit; Abort is for a writer
+// never committed.
+func (w *PartWriter) Cancel() { w.cancel() }
+
 // Abort leaves nothing of the object: the parts in flight are cancelled
 // and waited for, then the upload is aborted and checked gone.
 func (w *PartWriter) Abort() {

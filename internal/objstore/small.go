@@ -33,7 +33,15 @@ func IsNotFound(err error) bool {
 // limit+1 of its bytes cross the network (a ranged GET: the size comes in
 // its Content-Range).
 func (s *Store) GetBounded(ctx context.Context, u URL, limit int64) ([]byte, error) {
-	b, size, err := s.get(ctx, u, "bytes=0-"+fmt.Sprint(limit), limit+1)
+	return s.GetBoundedInto(ctx, u, limit, nil)
+}
+
+// GetBoundedInto is GetBounded with the body read into alloc(n), n its
+// length as the server sends it (nil alloc: a new slice), so that a
+// caller reading many objects reuses its buffers: Zarr chunks are MiBs
+// each, and fresh memory costs page faults and clearing at every GET.
+func (s *Store) GetBoundedInto(ctx context.Context, u URL, limit int64, alloc func(n int) []byte) ([]byte, error) {
+	b, size, err := s.get(ctx, u, "bytes=0-"+fmt.Sprint(limit), limit+1, alloc)
 	if e := (*Error)(nil); errors.As(err, &e) && e.Status == http.StatusRequestedRangeNotSatisfiable {
 		return nil, nil // an empty object has no byte 0
 	}
@@ -50,6 +58,12 @@ func (s *Store) GetBounded(ctx context.Context, u URL, limit int64) ([]byte, err
 // range, so that a shard's index at its end costs one request and no
 // HEAD). Fewer bytes than asked (the object ends first) is an error.
 func (s *Store) GetRange(ctx context.Context, u URL, off, n int64) ([]byte, error) {
+	return s.GetRangeInto(ctx, u, off, n, nil)
+}
+
+// GetRangeInto is GetRange with the body read into alloc(n), as
+// GetBoundedInto.
+func (s *Store) GetRangeInto(ctx context.Context, u URL, off, n int64, alloc func(n int) []byte) ([]byte, error) {
 	if n <= 0 {
 		if _, err := s.Stat(ctx, u); err != nil {
 			return nil, err
@@ -61,7 +75,7 @@ func (s *Store) GetRange(ctx context.Context, u URL, off, n int64) ([]byte, erro
 	if off < 0 {
 		r, want = fmt.Sprintf("bytes=%d", off), -off
 	}
-	b, size, err := s.get(ctx, u, r, want)
+	b, size, err := s.get(ctx, u, r, want, alloc)
 	if err != nil {
 		if e := (*Error)(nil); errors.As(err, &e) && e.Status == http.StatusRequestedRangeNotSatisfiable {
 			return nil, fmt.Errorf("%d bytes at %d lie past the object's end", want, off)
@@ -74,10 +88,11 @@ func (s *Store) GetRange(ctx context.Context, u URL, off, n int64) ([]byte, erro
 	return b, nil
 }
 
-// get is one ranged GET of at most max bytes, its body read whole, asked
-// again (up to retries times) when the body breaks off; the object's
-// size from Content-Range.
-func (s *Store) get(ctx context.Context, u URL, rng string, max int64) ([]byte, int64, error) {
+// get is one ranged GET of at most max bytes, its body read whole (into
+// alloc(n) when its length n is given and alloc is not nil), asked again
+// (up to retries times) when the body breaks off; the object's size from
+// Content-Range.
+func (s *Store) get(ctx context.Context, u URL, rng string, max int64, alloc func(n int) []byte) ([]byte, int64, error) {
 	var err error
 	for try := 0; ; try++ {
 		var out *s3.GetObjectOutput
@@ -96,7 +111,11 @@ func (s *Store) get(ctx context.Context, u URL, rng string, max int64) ([]byte, 
 		if n := aws.ToInt64(out.ContentLength); n >= 0 && n <= max {
 			// The exact size: one allocation, no growing buffer (a
 			// bytes.Buffer read to EOF doubles itself for the last read).
-			b = make([]byte, n)
+			if alloc != nil {
+				b = alloc(int(n))[:n]
+			} else {
+				b = make([]byte, n)
+			}
 			_, err = io.ReadFull(out.Body, b)
 		} else {
 			b, err = io.ReadAll(io.LimitReader(out.Body, max))

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/depthspace/depthspace/internal/format"
+	fileio "github.com/depthspace/depthspace/internal/io"
 )
 
 // slabBytes bounds the part of an array assembled in memory at once
@@ -392,6 +393,7 @@ func (r *reader) chunk(dst []byte, idx []int, shards *shardCache) error {
 	if err != nil {
 		return err
 	}
+	defer fileio.ReleaseBody(r.st, raw)
 	return r.decodeChunk(dst, raw, key)
 }
 
@@ -456,7 +458,7 @@ func (r *reader) raw(idx []int, shards *shardCache) ([]byte, string, error) {
 	if err != nil || in.missing {
 		return nil, in.key, err
 	}
-	b, err := r.st.ReadRange(in.key, int64(in.off), int64(in.n))
+	b, err := fileio.ReadRangePooled(r.st, in.key, int64(in.off), int64(in.n))
 	if err != nil {
 		return nil, in.key, fmt.Errorf("shard %s: chunk %d: %w", in.key, in.pos, err)
 	}
@@ -546,7 +548,7 @@ func (r *reader) ReadChunks(dsts [][]byte, idxs [][]int) error {
 			end += ins[j].n
 			j++
 		}
-		b, err := r.st.ReadRange(first.key, int64(first.off), int64(end-first.off))
+		b, err := fileio.ReadRangePooled(r.st, first.key, int64(first.off), int64(end-first.off))
 		if err != nil {
 			if j-i == 1 {
 				return fmt.Errorf("shard %s: chunk %d: %w", first.key, first.pos, err)
@@ -559,6 +561,7 @@ func (r *reader) ReadChunks(dsts [][]byte, idxs [][]int) error {
 				return err
 			}
 		}
+		fileio.ReleaseBody(r.st, b)
 		i = j
 	}
 	return nil
@@ -691,6 +694,9 @@ func maxStoredChunk(a *Array) int64 {
 // bytes; a larger one is an error naming its size, before anything is
 // allocated for it.
 func readBounded(st format.Store, key string, limit int64) ([]byte, error) {
+	if d, ok := st.(*fileio.Dir); ok {
+		return d.ReadBoundedPooled(key, limit) // chunk() gives it back
+	}
 	if r, ok := st.(interface {
 		ReadBounded(key string, limit int64) ([]byte, error)
 	}); ok {

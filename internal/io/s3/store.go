@@ -14,23 +14,34 @@ import (
 // one level deep. A key the server says is not there is an error that
 // is fs.ErrNotExist, which a store reads as a missing chunk.
 
-var _ fileio.StorePlace = place{}
+var (
+	_ fileio.StorePlace     = place{}
+	_ fileio.StorePlaceInto = place{}
+)
 
-func (place) GetObject(ctx context.Context, name string, limit int64) ([]byte, error) {
+func (p place) GetObject(ctx context.Context, name string, limit int64) ([]byte, error) {
+	return p.GetObjectInto(ctx, name, limit, nil)
+}
+
+func (p place) GetObjectRange(ctx context.Context, name string, off, n int64) ([]byte, error) {
+	return p.GetObjectRangeInto(ctx, name, off, n, nil)
+}
+
+func (place) GetObjectInto(ctx context.Context, name string, limit int64, alloc func(n int) []byte) ([]byte, error) {
 	s, u, err := store(name)
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.GetBounded(ctx, u, limit)
+	b, err := s.GetBoundedInto(ctx, u, limit, alloc)
 	return b, notExist(err)
 }
 
-func (place) GetObjectRange(ctx context.Context, name string, off, n int64) ([]byte, error) {
+func (place) GetObjectRangeInto(ctx context.Context, name string, off, n int64, alloc func(n int) []byte) ([]byte, error) {
 	s, u, err := store(name)
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.GetRange(ctx, u, off, n)
+	b, err := s.GetRangeInto(ctx, u, off, n, alloc)
 	return b, notExist(err)
 }
 

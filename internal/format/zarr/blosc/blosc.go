@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/depthspace/depthspace/internal/ops"
 	"github.com/pierrec/lz4/v4"
 )
 
@@ -354,12 +355,32 @@ func ReadExactly(r io.Reader, dst []byte) error {
 
 // unshuffle undoes the byte shuffle of one block: src holds byte j of
 // every element, then byte j+1, ...; bytes after the last whole element
-// were not shuffled. Elements of 2, 4 and 8 bytes are put together a
-// word at a time, 4 bytes 8 elements at a time (unshuffle4); other
-// sizes byte by byte. `go test -bench Shuffle ./internal/format/zarr/blosc`,
-// float32, 2-core VM at load 5, 27 Nov 2026: 3,087 MB/s against 899 byte
-// by byte; shuffle 3,324 MB/s against 2,266 an element at a time.
+// were not shuffled. Elements of 2, 4 and 8 bytes are interleaved by
+// internal/ops' SSE2 kernels on amd64, 16 bytes of a row at a time; other
+// sizes and other architectures take unshuffleGo. The figures are in
+// docs/performance.md, Zarr stores (`go test -bench Shuffle
+// ./internal/format/zarr/blosc`).
 func unshuffle(dst, src []byte, typesize int) {
+	byteShuffle(dst, src, typesize, ops.InterleaveBytes, unshuffleGo)
+}
+
+// byteShuffle runs the kernel of internal/ops, which leaves the part
+// element at the end alone, else the portable path.
+func byteShuffle(dst, src []byte, typesize int, kernel func(dst, src []byte, f int) bool, portable func(dst, src []byte, typesize int)) {
+	if !kernel(dst, src, typesize) {
+		portable(dst, src, typesize)
+		return
+	}
+	n := len(src) / typesize
+	copy(dst[n*typesize:], src[n*typesize:])
+}
+
+// unshuffleGo is the portable unshuffle: 2, 4 and 8 bytes put together a
+// word at a time, 4 bytes 8 elements at a time (unshuffle4); other sizes
+// byte by byte. float32, 2-core VM at load 5, 27 Nov 2026: 3,087 MB/s
+// against 899 byte by byte; shuffleGo 3,324 MB/s against 2,266 an element
+// at a time.
+func unshuffleGo(dst, src []byte, typesize int) {
 	n := len(src) / typesize
 	switch typesize {
 	case 2:
@@ -399,7 +420,7 @@ func unshuffle(dst, src []byte, typesize int) {
 // Four-byte elements (float32, the common case) are shuffled 8 at a
 // time in 64-bit words: 4 loads and 4 stores of 8 bytes for 32 bytes,
 // where an element at a time stores them one by one (BenchmarkShuffle
-// gives the figures, in unshuffle's comment). Each word of two elements has its bytes zipped
+// gives the figures, in unshuffleGo's comment). Each word of two elements has its bytes zipped
 // (zip2), then the pairs of bytes of two words are joined into runs of
 // four, and two of those into a row's 8 bytes.
 
@@ -461,6 +482,11 @@ func unshuffle4(d, r0, r1, r2, r3 []byte) int {
 
 // shuffle is unshuffle's inverse.
 func shuffle(dst, src []byte, typesize int) {
+	byteShuffle(dst, src, typesize, ops.DeinterleaveBytes, shuffleGo)
+}
+
+// shuffleGo is unshuffleGo's inverse.
+func shuffleGo(dst, src []byte, typesize int) {
 	n := len(src) / typesize
 	switch typesize {
 	case 2:

@@ -292,25 +292,66 @@ func TestShuffleWordPaths(t *testing.T) {
 	}
 }
 
-// BenchmarkShuffle: the word paths against byte by byte (unshuffle) and
-// element by element (shuffle), float32.
+// TestShuffleMatchesGo: shuffle and unshuffle (SSE2 on amd64 for 2, 4
+// and 8 bytes) against shuffleGo and unshuffleGo, the portable paths, on
+// random typesizes, lengths (part elements included) and offsets from a
+// 16-byte boundary of both buffers.
+func TestShuffleMatchesGo(t *testing.T) {
+	r := rand.New(rand.NewSource(34))
+	for range 600 {
+		ts := []int{1, 2, 3, 4, 8, 16}[r.Intn(6)]
+		n := r.Intn(70_000)
+		if r.Intn(3) == 0 {
+			n = r.Intn(300)
+		}
+		so, do := r.Intn(16), r.Intn(16)
+		src := make([]byte, n+so)[so:]
+		r.Read(src)
+		for _, c := range []struct {
+			name      string
+			f, oracle func(dst, src []byte, typesize int)
+		}{{"shuffle", shuffle, shuffleGo}, {"unshuffle", unshuffle, unshuffleGo}} {
+			got := make([]byte, n+do+9)[do:]
+			want := make([]byte, n+9)
+			c.f(got, src, ts)
+			c.oracle(want, src, ts)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%s typesize %d, %d bytes, offsets %d and %d: differs from the portable path", c.name, ts, n, so, do)
+			}
+		}
+	}
+}
+
+// BenchmarkShuffle: float32 blocks of 256 KiB; shuffle and unshuffle (SSE2
+// on amd64) against the portable word paths, byte by byte (unshuffle) and
+// element by element (shuffle).
 func BenchmarkShuffle(b *testing.B) {
-	src := sample(1<<18, 4, 1)
+	src := sample(1<<16, 4, 1)
 	dst := make([]byte, len(src))
 	n := len(src) / 4
 	for _, c := range []struct {
 		name string
 		f    func()
 	}{
-		{"unshuffle/words", func() { unshuffle(dst, src, 4) }},
+		{"unshuffle/simd", func() { unshuffle(dst, src, 4) }},
+		{"unshuffle/words", func() { unshuffleGo(dst, src, 4) }},
 		{"unshuffle/bytes", func() { unshuffleBytes(src, 4) }},
-		{"shuffle/words", func() { shuffle(dst, src, 4) }},
+		{"shuffle/simd", func() { shuffle(dst, src, 4) }},
+		{"shuffle/words", func() { shuffleGo(dst, src, 4) }},
 		{"shuffle/elements", func() {
 			for i := range n {
 				v := binary.LittleEndian.Uint32(src[4*i:])
 				dst[i], dst[n+i], dst[2*n+i], dst[3*n+i] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
 			}
 		}},
+		{"unshuffle8/simd", func() { unshuffle(dst, src, 8) }},
+		{"unshuffle8/words", func() { unshuffleGo(dst, src, 8) }},
+		{"shuffle8/simd", func() { shuffle(dst, src, 8) }},
+		{"shuffle8/bytes", func() { shuffleGo(dst, src, 8) }},
+		{"unshuffle2/simd", func() { unshuffle(dst, src, 2) }},
+		{"unshuffle2/words", func() { unshuffleGo(dst, src, 2) }},
+		{"shuffle2/simd", func() { shuffle(dst, src, 2) }},
+		{"shuffle2/elements", func() { shuffleGo(dst, src, 2) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(len(src)))

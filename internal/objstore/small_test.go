@@ -1,0 +1,48 @@
+package objstore
+
+import (
+	"bytes"
+	"context"
+	"testing"
+)
+
+// TestGetIntoCallersBuffer: GetRangeInto and GetBoundedInto read the body
+// into the buffer alloc gives, asked for the body's length, and a range
+// past the end is still an error.
+func TestGetIntoCallersBuffer(t *testing.T) {
+	f := newFake(t)
+	s := fakeStore(t, f, f.creds)
+	ctx := context.Background()
+	data := make([]byte, 100_000)
+	for i := range data {
+		data[i] = byte(i * 13)
+	}
+	u := URL{"bkt", "z/c/0"}
+	if err := s.PutBytes(ctx, u, data); err != nil {
+		t.Fatal(err)
+	}
+	room := make([]byte, 200_000)
+	var asked []int
+	alloc := func(n int) []byte { asked = append(asked, n); return room[:0:n] }
+	got, err := s.GetRangeInto(ctx, u, 1000, 5000, alloc)
+	if err != nil || !bytes.Equal(got, data[1000:6000]) || &got[0] != &room[0] {
+		t.Fatalf("GetRangeInto: %v; bytes right %v, in the given buffer %v", err, bytes.Equal(got, data[1000:6000]), len(got) > 0 && &got[0] == &room[0])
+	}
+	got, err = s.GetRangeInto(ctx, u, 99_700, 300, alloc)
+	if err != nil || !bytes.Equal(got, data[len(data)-300:]) || &got[0] != &room[0] {
+		t.Fatalf("GetRangeInto, the last bytes: %v", err)
+	}
+	got, err = s.GetBoundedInto(ctx, u, 1<<20, alloc)
+	if err != nil || !bytes.Equal(got, data) || &got[0] != &room[0] {
+		t.Fatalf("GetBoundedInto: %v", err)
+	}
+	if want := []int{5000, 300, len(data)}; len(asked) != 3 || asked[0] != want[0] || asked[1] != want[1] || asked[2] != want[2] {
+		t.Fatalf("alloc asked for %v, want %v", asked, want)
+	}
+	if _, err := s.GetRangeInto(ctx, u, 99_000, 5000, alloc); err == nil {
+		t.Fatal("GetRangeInto past the end: no error")
+	}
+	if _, err := s.GetBoundedInto(ctx, u, 1000, alloc); err == nil {
+		t.Fatal("GetBoundedInto over its limit: no error")
+	}
+}
