@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -24,6 +26,7 @@ type DirOutput struct {
 	mu      sync.Mutex
 	made    map[string]bool // directories made in staging
 	written int64           // the bytes of the objects Put
+	open    map[*dirObject]bool
 }
 
 // stagingDirs are the staging directories in flight, removed by the
@@ -137,7 +140,14 @@ func (o *DirOutput) Stream(key string) (io.WriteCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &dirObject{o: o, f: f}, nil
+	w := &dirObject{o: o, f: f}
+	o.mu.Lock()
+	if o.open == nil {
+		o.open = map[*dirObject]bool{}
+	}
+	o.open[w] = true
+	o.mu.Unlock()
+	return w, nil
 }
 
 // dirObject is an object of a store being written to its file.
@@ -154,7 +164,18 @@ func (w *dirObject) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (w *dirObject) Close() error { return w.f.Close() }
+// Close closes the file, once: a store aborted closes its objects left
+// open (a failed run's shards), whose writers may close them again.
+func (w *dirObject) Close() error {
+	w.o.mu.Lock()
+	open := w.o.open[w]
+	delete(w.o.open, w)
+	w.o.mu.Unlock()
+	if !open {
+		return nil
+	}
+	return w.f.Close()
+}
 
 // Written is the bytes of every object Put so far: the store's size.
 func (o *DirOutput) Written() int64 {
@@ -223,6 +244,14 @@ func (o *DirOutput) Abort() {
 	if o.remote != nil {
 		o.remote.abort()
 		return
+	}
+	// The objects still open (a failed array's shards) are closed: a
+	// batch goes on to its next inputs, which need the descriptors.
+	o.mu.Lock()
+	open := slices.Collect(maps.Keys(o.open))
+	o.mu.Unlock()
+	for _, w := range open {
+		w.Close()
 	}
 	os.RemoveAll(o.staging)
 	stagingDirs.Delete(o.staging)
