@@ -9,6 +9,7 @@ import (
 
 	"github.com/depthspace/depthspace/internal/format"
 	"github.com/depthspace/depthspace/internal/format/zarr/blosc"
+	fileio "github.com/depthspace/depthspace/internal/io"
 )
 
 // A job whose output chunks are each a function of a few input chunks
@@ -203,10 +204,11 @@ func (r *reader) ReadChunkRange(dst []byte, idx []int, off int) error {
 // key, whose frame's index is ix.
 func (r *reader) readSpan(key string, ix *blosc.Index, dst []byte, off int) error {
 	lo, hi := ix.Span(off, len(dst))
-	stored, err := r.st.ReadRange(key, int64(lo), int64(hi-lo))
+	stored, release, err := r.readRange(key, int64(lo), int64(hi-lo))
 	if err != nil {
 		return fmt.Errorf("chunk %s: %w", key, err)
 	}
+	defer release()
 	tmp := spanScratch.Get().(*[]byte)
 	defer spanScratch.Put(tmp)
 	if need := 3 * ix.ScratchBlock(); cap(*tmp) < need {
@@ -216,6 +218,25 @@ func (r *reader) readSpan(key string, ix *blosc.Index, dst []byte, off int) erro
 		return fmt.Errorf("chunk %s: %w", key, err)
 	}
 	return nil
+}
+
+// readRange reads n bytes of object key at off, into a buffer of
+// fileio's pool that release hands back where the store can (intoStore):
+// the spans a run reads are then no garbage for the collector.
+func (r *reader) readRange(key string, off, n int64) (b []byte, release func(), err error) {
+	if into, ok := r.st.(intoStore); ok {
+		b = fileio.GetBuffer(int(n))
+		if err = into.ReadRangeInto(key, off, b); !errors.Is(err, errors.ErrUnsupported) {
+			if err != nil {
+				fileio.PutBuffer(b)
+				return nil, func() {}, err
+			}
+			return b, func() { fileio.PutBuffer(b) }, nil
+		}
+		fileio.PutBuffer(b)
+	}
+	b, err = r.st.ReadRange(key, off, n)
+	return b, func() {}, err
 }
 
 // cachedBlock is one decoded block of a chunk, decoded once.
