@@ -11,6 +11,15 @@ import (
 // huge is the size of a transparent huge page.
 const huge = 2 << 20
 
+// hugeRounded is the size from which a buffer is rounded up to whole
+// huge pages (at most an eighth more than asked for), and smallRound
+// what a smaller one is rounded up to, so that buffers of nearly the
+// same size (a store's chunks as stored) reuse each other.
+const (
+	hugeRounded = 8 * huge
+	smallRound  = 64 << 10
+)
+
 // mappings are the anonymous mappings behind buffers, by the address of
 // their first byte, for releaseBuffer.
 var mappings sync.Map // *byte -> []byte (the whole mapping)
@@ -26,6 +35,13 @@ func newBuffer(n int) []byte {
 		return heapBuffer(n)
 	}
 	size := (n + huge - 1) / huge * huge
+	if n < hugeRounded {
+		// A buffer rounded up to a huge page is faulted in whole: a
+		// 1 MiB buffer (a sharded array's inner chunk) took 2 MiB of
+		// RSS. Rounded to small pages, it has no huge page (none fits
+		// in it) and holds what it is asked for.
+		size = (n + smallRound - 1) / smallRound * smallRound
+	}
 	// Over-allocate to align the start to a huge page.
 	m, err := unix.Mmap(-1, 0, size+huge, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 	if err != nil {

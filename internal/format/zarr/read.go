@@ -475,19 +475,7 @@ func (r *reader) raw(idx []int, shards *shardCache) (b []byte, key string, relea
 	if err != nil || in.missing {
 		return nil, in.key, release, err
 	}
-	err = errors.ErrUnsupported
-	if into != nil {
-		b = fileio.GetBuffer(int(in.n))
-		if err = into.ReadRangeInto(in.key, int64(in.off), b); err == nil {
-			pooled := b
-			release = func() { fileio.PutBuffer(pooled) }
-		} else {
-			fileio.PutBuffer(b)
-		}
-	}
-	if errors.Is(err, errors.ErrUnsupported) {
-		b, err = r.st.ReadRange(in.key, int64(in.off), int64(in.n))
-	}
+	b, release, err = r.readRange(in.key, int64(in.off), int64(in.n))
 	if err != nil {
 		return nil, in.key, release, fmt.Errorf("shard %s: chunk %d: %w", in.key, in.pos, err)
 	}
@@ -585,7 +573,7 @@ func (r *reader) ReadChunks(dsts [][]byte, idxs [][]int) error {
 			end += ins[j].n
 			j++
 		}
-		b, err := r.st.ReadRange(first.key, int64(first.off), int64(end-first.off))
+		b, release, err := r.readRange(first.key, int64(first.off), int64(end-first.off))
 		if err != nil {
 			if j-i == 1 {
 				return fmt.Errorf("shard %s: chunk %d: %w", first.key, first.pos, err)
@@ -595,9 +583,11 @@ func (r *reader) ReadChunks(dsts [][]byte, idxs [][]int) error {
 		for k := i; k < j; k++ {
 			at := ins[k].off - first.off
 			if err := r.decodeChunk(dsts[k], b[at:at+ins[k].n:at+ins[k].n], ins[k].name()); err != nil {
+				release()
 				return err
 			}
 		}
+		release()
 		i = j
 	}
 	return nil
