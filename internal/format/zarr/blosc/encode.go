@@ -215,7 +215,7 @@ func (e *Encoder) EncodeLZ4InPlace(buf []byte, typesize, shuffleMode int, spare 
 		// free.
 		if at+len(enc) > b*bs+len(block) {
 			e.starts = starts
-			return e.spill(buf, spare, starts, at, b, flags, typesize, shuffleMode)
+			return e.spill(buf, spare, starts, at, b, flags, typesize)
 		}
 		starts = append(starts, uint32(at))
 		at += copy(buf[at:], enc)
@@ -231,14 +231,15 @@ func (e *Encoder) EncodeLZ4InPlace(buf []byte, typesize, shuffleMode int, spare 
 // spill goes on with EncodeLZ4InPlace's frame in room from spare, from
 // block b on: buf[head:at] holds the streams of the blocks before b,
 // starts their offsets, and buf from block b on is the data still.
-func (e *Encoder) spill(buf []byte, spare func(n int) []byte, starts []uint32, at, b int, flags byte, typesize, shuffleMode int) ([]byte, error) {
+func (e *Encoder) spill(buf []byte, spare func(n int) []byte, starts []uint32, at, b int, flags byte, typesize int) ([]byte, error) {
 	nbytes := len(buf)
 	bs := blockSize(nbytes, typesize)
 	nblocks := (nbytes + bs - 1) / bs
 	head := HeaderSize + 4*nblocks
-	out := spare(FrameBound(nbytes, typesize))[:0]
-	if cap(out) < FrameBound(nbytes, typesize) {
-		out = make([]byte, 0, FrameBound(nbytes, typesize))
+	bound := FrameBound(nbytes, typesize)
+	out := spare(bound)[:0]
+	if cap(out) < bound {
+		out = make([]byte, 0, bound)
 	}
 	out = out[:at]
 	copy(out[head:], buf[head:at])
