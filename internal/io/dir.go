@@ -209,20 +209,23 @@ func (d *Dir) ReadBoundedInto(key string, limit int64, get func(n int) []byte) (
 	return b, err
 }
 
-// ReadRangeInto is ReadRange of len(dst) bytes at off (off ≥ 0) into dst,
-// for the same reason as ReadBoundedInto; errors.ErrUnsupported for a
-// place's object.
-func (d *Dir) ReadRangeInto(key string, off int64, dst []byte) error {
-	return d.withObject(key, func(f *os.File, size int64) error {
-		if n := int64(len(dst)); off < 0 || off > size || n > size-off {
+// ReadRangeInto is ReadRange's n bytes at off (off ≥ 0) into a buffer
+// from get, for the same reason as ReadBoundedInto, and with the same
+// buffer on an error; errors.ErrUnsupported for a place's object, before
+// get is called.
+func (d *Dir) ReadRangeInto(key string, off, n int64, get func(n int) []byte) (b []byte, err error) {
+	err = d.withObject(key, func(f *os.File, size int64) error {
+		if off < 0 || n < 0 || off > size || n > size-off {
 			return fmt.Errorf("%d bytes at %d lie past the object's end (%d bytes)", n, max(off, 0), size)
 		}
-		_, err := f.ReadAt(dst, off)
-		if errors.Is(err, io.EOF) && len(dst) == 0 {
+		b = get(int(n))[:n]
+		_, err := f.ReadAt(b, off)
+		if errors.Is(err, io.EOF) && n == 0 {
 			return nil
 		}
 		return err
 	})
+	return b, err
 }
 
 // withObject calls read with key's file open and its size; an error of

@@ -162,14 +162,14 @@ func TestDirReadInto(t *testing.T) {
 	if _, err := d.ReadBoundedInto("sub", 16, get); err == nil {
 		t.Error("a directory was read as an object")
 	}
-	dst := make([]byte, 5)
-	if err := d.ReadRangeInto("obj", 10, dst); err != nil || string(dst) != "abcde" {
-		t.Fatalf("ReadRangeInto: %q, %v", dst, err)
+	dst, err := d.ReadRangeInto("obj", 10, 5, get)
+	if err != nil || string(dst) != "abcde" || given != 5 {
+		t.Fatalf("ReadRangeInto: %q, %v (buffer of %d asked for)", dst, err, given)
 	}
-	if err := d.ReadRangeInto("obj", 12, dst); err == nil {
+	if _, err := d.ReadRangeInto("obj", 12, 5, get); err == nil {
 		t.Error("a range past the end was read")
 	}
-	if err := d.ReadRangeInto("none", 0, dst); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := d.ReadRangeInto("none", 0, 5, get); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a missing object: %v", err)
 	}
 }

@@ -225,15 +225,16 @@ func (r *reader) readSpan(key string, ix *blosc.Index, dst []byte, off int) erro
 // the spans a run reads are then no garbage for the collector.
 func (r *reader) readRange(key string, off, n int64) (b []byte, release func(), err error) {
 	if into, ok := r.st.(intoStore); ok {
-		b = fileio.GetBuffer(int(n))
-		if err = into.ReadRangeInto(key, off, b); !errors.Is(err, errors.ErrUnsupported) {
+		b, err = into.ReadRangeInto(key, off, n, fileio.GetBuffer)
+		if !errors.Is(err, errors.ErrUnsupported) {
 			if err != nil {
-				fileio.PutBuffer(b)
+				if b != nil {
+					fileio.PutBuffer(b)
+				}
 				return nil, func() {}, err
 			}
 			return b, func() { fileio.PutBuffer(b) }, nil
 		}
-		fileio.PutBuffer(b)
 	}
 	b, err = r.st.ReadRange(key, off, n)
 	return b, func() {}, err

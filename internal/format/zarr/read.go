@@ -487,7 +487,7 @@ func (r *reader) raw(idx []int, shards *shardCache) (b []byte, key string, relea
 // cannot (a place's object).
 type intoStore interface {
 	ReadBoundedInto(key string, limit int64, get func(n int) []byte) ([]byte, error)
-	ReadRangeInto(key string, off int64, dst []byte) error
+	ReadRangeInto(key string, off, n int64, get func(n int) []byte) ([]byte, error)
 }
 
 // innerChunk is where an inner chunk is stored: its shard's key, its
