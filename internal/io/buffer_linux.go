@@ -11,14 +11,9 @@ import (
 // huge is the size of a transparent huge page.
 const huge = 2 << 20
 
-// hugeRounded is the size from which a buffer is rounded up to whole
-// huge pages (at most an eighth more than asked for), and smallRound
-// what a smaller one is rounded up to, so that buffers of nearly the
-// same size (a store's chunks as stored) reuse each other.
-const (
-	hugeRounded = 8 * huge
-	smallRound  = 64 << 10
-)
+// smallRound is what a mapped buffer's size is rounded up to: buffers of
+// nearly the same size then reuse each other.
+const smallRound = 64 << 10
 
 // mappings are the anonymous mappings behind buffers, by the address of
 // their first byte, for releaseBuffer.
@@ -34,14 +29,13 @@ func newBuffer(n int) []byte {
 		// few small-page faults it saves (start-up on tiny inputs).
 		return heapBuffer(n)
 	}
-	size := (n + huge - 1) / huge * huge
-	if n < hugeRounded {
-		// A buffer rounded up to a huge page is faulted in whole: a
-		// 1 MiB buffer (a sharded array's inner chunk) took 2 MiB of
-		// RSS. Rounded to small pages, it has no huge page (none fits
-		// in it) and holds what it is asked for.
-		size = (n + smallRound - 1) / smallRound * smallRound
-	}
+	// Rounded to small pages, not to a huge page: a huge page is faulted
+	// in whole, and only those wholly inside the buffer are huge. A
+	// 1 MiB buffer (a sharded array's inner chunk) rounded up to one
+	// took 2 MiB of RSS, and a zstd chunk of 16 MiB and 393 bytes as
+	// stored 18 MiB; now they take what they are asked for, and the
+	// whole huge pages of a large buffer are still huge.
+	size := (n + smallRound - 1) / smallRound * smallRound
 	// Over-allocate to align the start to a huge page.
 	m, err := unix.Mmap(-1, 0, size+huge, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 	if err != nil {
