@@ -1,6 +1,9 @@
 package fileio
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Work buffers (a chunk's input and output, a small file's bytes) are
 // taken with GetBuffer and handed back with PutBuffer, so that a batch of
@@ -17,6 +20,15 @@ const poolBytes = 32 << 20
 // size class, so a batch of small files of different sizes reuses them.
 const minBufferBytes = 64 << 10
 
+// buffersTaken and buffersOut count GetBuffer's buffers, and those not
+// handed back yet: a reader that takes one per chunk shows by them that
+// it hands each back (BufferCounts).
+var buffersTaken, buffersOut atomic.Int64
+
+// BufferCounts is how many buffers GetBuffer has given, and how many of
+// them are not handed back.
+func BufferCounts() (taken, out int64) { return buffersTaken.Load(), buffersOut.Load() }
+
 var pool struct {
 	sync.Mutex
 	free []([]byte) // full capacity
@@ -26,6 +38,8 @@ var pool struct {
 // GetBuffer returns a buffer of n bytes (contents undefined), reused when
 // one that is large enough was handed back.
 func GetBuffer(n int) []byte {
+	buffersTaken.Add(1)
+	buffersOut.Add(1)
 	if n >= spareBytes {
 		SpareP()
 	}
@@ -55,6 +69,7 @@ func PutBuffer(b []byte) {
 	if cap(b) == 0 {
 		return
 	}
+	buffersOut.Add(-1)
 	b = b[:cap(b)]
 	pool.Lock()
 	if pool.held+cap(b) <= poolBytes {

@@ -194,3 +194,55 @@ func keyError(key string, err error) error {
 	}
 	return err
 }
+
+// ReadBoundedInto is ReadBounded into a buffer from get, given the
+// object's size: a reader that decodes the bytes at once hands the
+// buffer back to a pool (GetBuffer's), and a chunk's stored bytes then
+// never reach the Go heap, whose collector would count them live while
+// it marks and pace itself by them. On an error after get, the buffer
+// comes back with it, to be handed back. errors.ErrUnsupported for a
+// place's object, whose GET body is the client's.
+func (d *Dir) ReadBoundedInto(key string, limit int64, get func(n int) []byte) (b []byte, err error) {
+	err = d.withObject(key, func(f *os.File, size int64) error {
+		if size > limit {
+			return fmt.Errorf("%s holds %d bytes, more than it can (at most %d): not read", key, size, limit)
+		}
+		b = get(int(size))[:size]
+		_, err := io.ReadFull(f, b)
+		return err
+	})
+	return b, err
+}
+
+// ReadRangeInto is ReadRange's n bytes at off (off ≥ 0) into a buffer
+// from get, for the same reason as ReadBoundedInto, and with the same
+// buffer on an error; errors.ErrUnsupported for a place's object, before
+// get is called.
+func (d *Dir) ReadRangeInto(key string, off, n int64, get func(n int) []byte) (b []byte, err error) {
+	err = d.withObject(key, func(f *os.File, size int64) error {
+		if off < 0 || n < 0 || off > size || n > size-off {
+			return fmt.Errorf("%d bytes at %d lie past the object's end (%d bytes)", n, max(off, 0), size)
+		}
+		b = get(int(n))[:n]
+		_, err := f.ReadAt(b, off)
+		if errors.Is(err, io.EOF) && n == 0 {
+			return nil
+		}
+		return err
+	})
+	return b, err
+}
+
+// withObject calls read with key's file open and its size; an error of
+// reading the file names the key.
+func (d *Dir) withObject(key string, read func(f *os.File, size int64) error) error {
+	if d.remote != nil {
+		return errors.ErrUnsupported
+	}
+	f, size, err := d.open(key)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return keyError(key, read(f, size))
+}

@@ -1,6 +1,7 @@
 package fileio
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
@@ -126,5 +127,49 @@ func TestDirStore(t *testing.T) {
 	}
 	if _, ok := OpenDir(filepath.Join(dir, "meta")); ok {
 		t.Fatal("a file opened as a store")
+	}
+}
+
+// TestDirReadInto: ReadBoundedInto and ReadRangeInto read what
+// ReadBounded and ReadRange do, into the caller's buffers, refuse what
+// they refuse (an object over the limit, a range past the end, a
+// directory), and say ErrNotExist for a key with no object.
+func TestDirReadInto(t *testing.T) {
+	dir := t.TempDir()
+	data := []byte("0123456789abcdef")
+	if err := os.WriteFile(filepath.Join(dir, "obj"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, ok := OpenDir(dir)
+	if !ok {
+		t.Fatal("OpenDir")
+	}
+	given := 0
+	get := func(n int) []byte { given = n; return make([]byte, n+7) }
+	b, err := d.ReadBoundedInto("obj", 16, get)
+	if err != nil || !bytes.Equal(b, data) || given != len(data) {
+		t.Fatalf("ReadBoundedInto: %q, %v (buffer of %d asked for)", b, err, given)
+	}
+	if _, err := d.ReadBoundedInto("obj", 15, get); err == nil {
+		t.Error("an object over the limit was read")
+	}
+	if _, err := d.ReadBoundedInto("none", 16, get); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing object: %v", err)
+	}
+	if _, err := d.ReadBoundedInto("sub", 16, get); err == nil {
+		t.Error("a directory was read as an object")
+	}
+	dst, err := d.ReadRangeInto("obj", 10, 5, get)
+	if err != nil || string(dst) != "abcde" || given != 5 {
+		t.Fatalf("ReadRangeInto: %q, %v (buffer of %d asked for)", dst, err, given)
+	}
+	if _, err := d.ReadRangeInto("obj", 12, 5, get); err == nil {
+		t.Error("a range past the end was read")
+	}
+	if _, err := d.ReadRangeInto("none", 0, 5, get); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing object: %v", err)
 	}
 }

@@ -67,7 +67,8 @@ type batchedArray interface {
 // chunkedStore is a store output that takes an array a whole chunk at a
 // time: its chunk shape (nil: it takes bytes in order only), and the
 // array started for whole chunks, each put with room of roomBytes to
-// encode it in.
+// encode it in (none when roomBytes is 0). put may write over the
+// chunk's bytes.
 type chunkedStore interface {
 	OutputChunks(name string) []int
 	ChunkWriter(name string, h format.Header) (put func(idx []int, chunk, room []byte) error, roomBytes int, err error)
@@ -738,9 +739,12 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 			if int(o.filled.Load()) != r.out.inArray(id) {
 				return errors.New("internal error: an output chunk was not filled")
 			}
-			room := rooms.get()
+			var room []byte
+			if roomBytes > 0 {
+				room = rooms.get()
+				defer rooms.put(room)
+			}
 			err := put(r.out.index(id), o.b, room)
-			rooms.put(room)
 			outBufs.put(o.b)
 			return err
 		})

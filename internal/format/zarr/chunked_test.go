@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -294,5 +295,83 @@ func TestDoneWithChunkDropsFrame(t *testing.T) {
 	}
 	if err := rd.ReadChunkRange(got, []int{0}, 300); err != nil || !bytes.Equal(got, src[300:1300]) {
 		t.Fatalf("chunk 0 read again: %v", err)
+	}
+}
+
+// TestStoredBytesPooled: a local store's chunks are read into fileio's
+// pooled buffers, one taken per chunk (plain, inner chunk of a shard, a
+// span of a Blosc chunk read in ranges), and every one is handed back
+// once decoded, a chunk the store lacks and a chunk that fails to decode
+// included: the count of buffers out is where it was.
+func TestStoredBytesPooled(t *testing.T) {
+	x := mkTensor(t, "", "float32", 2, 4, 40, 48)
+	cases := []struct {
+		name    string
+		version int
+		opt     format.WriteOptions
+		ranged  bool
+	}{
+		{"v2 zstd", 2, format.WriteOptions{Codec: "zstd", Chunks: []int{1, 2, 16, 48}}, false},
+		{"v2 blosc", 2, format.WriteOptions{Codec: "blosc-lz4-shuffle", Chunks: []int{1, 2, 16, 48}}, true},
+		{"v3 sharded", 3, format.WriteOptions{Codec: "zstd", Chunks: []int{1, 2, 8, 16}, Shards: []int{1, 4, 16, 48}}, false},
+	}
+	for _, c := range cases {
+		dir := filepath.Join(t.TempDir(), "a.zarr")
+		writeStore(t, dir, c.version, []tensor{x}, c.opt)
+		rd := openReader(t, dir)
+		if rd.Ranged() != c.ranged {
+			t.Fatalf("%s: Ranged %v", c.name, rd.Ranged())
+		}
+		shape := rd.ChunkShape()
+		n := chunkBytes(rd.a)
+		grid := make([]int, len(shape))
+		for i := range shape {
+			grid[i] = (x.h.Shape[i] + shape[i] - 1) / shape[i]
+		}
+		takenBefore, outBefore := fileio.BufferCounts()
+		chunks := 0
+		dst := make([]byte, n)
+		for id := 0; ; id++ {
+			idx, rest := make([]int, len(grid)), id
+			for i := len(grid) - 1; i >= 0; i-- {
+				idx[i], rest = rest%grid[i], rest/grid[i]
+			}
+			if rest > 0 {
+				break
+			}
+			var err error
+			if c.ranged {
+				err = rd.ReadChunkRange(dst[:n/2], idx, n/4)
+			} else {
+				err = rd.ReadChunk(dst, idx)
+			}
+			if err != nil {
+				t.Fatalf("%s chunk %v: %v", c.name, idx, err)
+			}
+			chunks++
+		}
+		if c.version == 2 {
+			// A chunk that fails to decode, and one the store lacks.
+			if err := os.WriteFile(filepath.Join(dir, "0.0.0.0"), []byte("not a chunk at all"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(filepath.Join(dir, "0.0.1.0")); err != nil {
+				t.Fatal(err)
+			}
+			rd = openReader(t, dir)
+			if err := rd.ReadChunk(dst, []int{0, 0, 0, 0}); err == nil {
+				t.Fatalf("%s: a chunk of garbage decoded", c.name)
+			}
+			if err := rd.ReadChunk(dst, []int{0, 0, 1, 0}); err != nil {
+				t.Fatalf("%s: a missing chunk: %v", c.name, err)
+			}
+		}
+		taken, out := fileio.BufferCounts()
+		if taken-takenBefore < int64(chunks) {
+			t.Errorf("%s: %d buffers taken for %d chunks: the stored bytes are not pooled", c.name, taken-takenBefore, chunks)
+		}
+		if out != outBefore {
+			t.Errorf("%s: %d buffers out after reading, %d before", c.name, out, outBefore)
+		}
 	}
 }

@@ -389,11 +389,11 @@ func copyBox(dst, src []byte, dstOff, srcOff int, ext, dstStrides, srcStrides []
 // chunk fills dst with chunk idx of the read grid (Inner), C order:
 // decoded from the store, or the fill value where the store lacks it.
 func (r *reader) chunk(dst []byte, idx []int, shards *shardCache) error {
-	raw, key, err := r.raw(idx, shards)
+	raw, key, release, err := r.raw(idx, shards)
 	if err != nil {
 		return err
 	}
-	defer fileio.ReleaseBody(r.st, raw)
+	defer release()
 	return r.decodeChunk(dst, raw, key)
 }
 
@@ -440,29 +440,58 @@ func fill(dst, v []byte) {
 }
 
 // raw reads the stored bytes of chunk idx of the read grid, and its key;
-// nil bytes for a chunk the store lacks.
-func (r *reader) raw(idx []int, shards *shardCache) ([]byte, string, error) {
+// nil bytes for a chunk the store lacks. release hands the bytes back
+// once they are decoded: from a local directory they are read into
+// fileio's pooled buffers (intoStore), off the Go heap.
+func (r *reader) raw(idx []int, shards *shardCache) (b []byte, key string, release func(), err error) {
 	a := r.a
+	release = func() {}
+	into, _ := r.st.(intoStore)
 	if a.shard == nil {
 		key := r.prefix + a.key(keyIndex(a, idx))
-		b, err := readBounded(r.st, key, maxStoredChunk(a))
+		err := errors.ErrUnsupported
+		if into != nil {
+			b, err = into.ReadBoundedInto(key, maxStoredChunk(a), fileio.GetBuffer)
+			if err != nil && b != nil {
+				fileio.PutBuffer(b)
+			}
+			if err == nil {
+				pooled := b
+				release = func() { fileio.PutBuffer(pooled) }
+			}
+		}
+		if errors.Is(err, errors.ErrUnsupported) {
+			b, err = readBounded(r.st, key, maxStoredChunk(a))
+			if err == nil {
+				body := b
+				release = func() { fileio.ReleaseBody(r.st, body) }
+			}
+		}
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, key, nil
+			return nil, key, release, nil
 		}
 		if err != nil {
-			return nil, key, fmt.Errorf("chunk %s: %w", key, err)
+			return nil, key, release, fmt.Errorf("chunk %s: %w", key, err)
 		}
-		return b, key, nil
+		return b, key, release, nil
 	}
 	in, err := r.locate(idx, shards)
 	if err != nil || in.missing {
-		return nil, in.key, err
+		return nil, in.key, release, err
 	}
-	b, err := fileio.ReadRangePooled(r.st, in.key, int64(in.off), int64(in.n))
+	b, release, err = r.readRange(in.key, int64(in.off), int64(in.n))
 	if err != nil {
-		return nil, in.key, fmt.Errorf("shard %s: chunk %d: %w", in.key, in.pos, err)
+		return nil, in.key, release, fmt.Errorf("shard %s: chunk %d: %w", in.key, in.pos, err)
 	}
-	return b, in.name(), nil
+	return b, in.name(), release, nil
+}
+
+// intoStore is a store that reads an object, or part of one, into the
+// caller's memory (a local directory): errors.ErrUnsupported where it
+// cannot (a place's object).
+type intoStore interface {
+	ReadBoundedInto(key string, limit int64, get func(n int) []byte) ([]byte, error)
+	ReadRangeInto(key string, off, n int64, get func(n int) []byte) ([]byte, error)
 }
 
 // innerChunk is where an inner chunk is stored: its shard's key, its
@@ -548,7 +577,7 @@ func (r *reader) ReadChunks(dsts [][]byte, idxs [][]int) error {
 			end += ins[j].n
 			j++
 		}
-		b, err := fileio.ReadRangePooled(r.st, first.key, int64(first.off), int64(end-first.off))
+		b, release, err := r.readRange(first.key, int64(first.off), int64(end-first.off))
 		if err != nil {
 			if j-i == 1 {
 				return fmt.Errorf("shard %s: chunk %d: %w", first.key, first.pos, err)
@@ -558,10 +587,11 @@ func (r *reader) ReadChunks(dsts [][]byte, idxs [][]int) error {
 		for k := i; k < j; k++ {
 			at := ins[k].off - first.off
 			if err := r.decodeChunk(dsts[k], b[at:at+ins[k].n:at+ins[k].n], ins[k].name()); err != nil {
+				release()
 				return err
 			}
 		}
-		fileio.ReleaseBody(r.st, b)
+		release()
 		i = j
 	}
 	return nil

@@ -247,3 +247,48 @@ func TestChunkWriterShardsReadByZarrita(t *testing.T) {
 		t.Errorf("zarrita reads shape %v and other values", arr.Shape)
 	}
 }
+
+// TestChunkWriterBloscNeedsNoRoom: with a Blosc codec, ChunkWriter asks
+// for no room (each chunk's frame is encoded over the chunk's bytes),
+// and the chunks put without one, plain and sharded, read back as the
+// array.
+func TestChunkWriterBloscNeedsNoRoom(t *testing.T) {
+	x := mkTensor(t, "", "float32", 2, 8, 44, 40)
+	inner := []int{1, 2, 8, 8}
+	for _, c := range []struct {
+		version int
+		codec   string
+		shards  []int
+	}{{2, "blosc-lz4-shuffle", nil}, {2, "blosc-lz4", nil}, {3, "blosc-lz4-shuffle", []int{1, 8, 32, 32}}} {
+		dir := filepath.Join(t.TempDir(), "a.zarr")
+		out, err := fileio.CreateDir(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mw, err := creator(c.version)(out, []format.MemberSpec{{Header: x.h}}, nil, format.WriteOptions{Codec: c.codec, Chunks: inner, Shards: c.shards})
+		if err != nil {
+			t.Fatal(err)
+		}
+		put, roomBytes, err := mw.(*storeWriter).ChunkWriter("", x.h)
+		if err != nil || put == nil {
+			t.Fatalf("ChunkWriter: %v", err)
+		}
+		if roomBytes != 0 {
+			t.Errorf("v%d %s: a room of %d bytes asked for", c.version, c.codec, roomBytes)
+		}
+		for k, chunk := range innerChunks(x.data, x.h.Shape, inner, 4) {
+			if err := put(parseIndex(k), chunk, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := mw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := out.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if got := readStore(t, dir)[""]; !bytes.Equal(got.Data, x.data) {
+			t.Errorf("v%d %s: depthspace reads back other values", c.version, c.codec)
+		}
+	}
+}

@@ -480,10 +480,7 @@ func (sw *storeWriter) encodeChunkInto(room, b []byte, typesize int) ([]byte, er
 	case "none":
 		return b, nil
 	case "blosc-lz4-shuffle", "blosc-lz4":
-		mode := blosc.Shuffle
-		if sw.codec == "blosc-lz4" {
-			mode = blosc.NoShuffle
-		}
+		mode, _ := bloscShuffle(sw.codec)
 		if room != nil {
 			e := bloscEncoders.Get().(*blosc.Encoder)
 			defer bloscEncoders.Put(e)
@@ -527,6 +524,17 @@ func (sw *storeWriter) encodeChunkInto(room, b []byte, typesize int) ([]byte, er
 		return out[:4+n], nil
 	}
 	return nil, fmt.Errorf("internal error: codec %q", sw.codec)
+}
+
+// bloscShuffle is the shuffle of a Blosc codec, and whether codec is one.
+func bloscShuffle(codec string) (mode int, ok bool) {
+	switch codec {
+	case "blosc-lz4-shuffle":
+		return blosc.Shuffle, true
+	case "blosc-lz4":
+		return blosc.NoShuffle, true
+	}
+	return 0, false
 }
 
 // bloscEncoders keep their buffers and lz4 state from chunk to chunk.

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/depthspace/depthspace/internal/testpeer"
@@ -583,4 +584,134 @@ func TestDecodeSpanSharedBlockOffset(t *testing.T) {
 	}
 	n := len(block)
 	checkSpans(t, indexOf(t, frame), frame, src, [][2]int{{0, len(src)}, {0, n}, {5, 10}, {n, n}, {n + 5, 10}, {n - 5, 10}, {2*n - 3, 9}})
+}
+
+// TestEncodeInPlaceMatchesEncodeLZ4: a frame encoded over its own data
+// is EncodeLZ4's byte for byte, for frames that compress throughout
+// (no room asked for), that do not from the start (the frame goes on in
+// the room at once), that stop compressing half way (it goes on in the
+// room after some blocks) and that end up stored as a copy once some of
+// their blocks were written over (those blocks decoded back).
+func TestEncodeInPlaceMatchesEncodeLZ4(t *testing.T) {
+	r := rand.New(rand.NewSource(35))
+	noise := make([]byte, 1<<20)
+	r.Read(noise)
+	var e Encoder
+	for _, ts := range []int{1, 2, 4, 8, 3} {
+		smooth := sample(1<<20/ts, ts, 6)
+		cases := []struct {
+			name  string
+			src   []byte
+			spare bool // a room may be asked for
+		}{
+			{"empty", nil, true},
+			{"tiny", sample(3, ts, 2), true},
+			{"small", sample(100, ts, 2), true},
+			{"leftover block", sample(70_001, ts, 3), false},
+			{"smooth", smooth, false},
+			{"noise", noise[:300_001], true},
+			{"smooth then noise", append(slices.Clone(smooth[:len(smooth)/2]), noise[:len(smooth)/2]...), true},
+			{"noise then smooth", append(slices.Clone(noise[:len(smooth)/4]), smooth[:3*len(smooth)/4]...), true},
+		}
+		for _, c := range cases {
+			for _, mode := range []int{NoShuffle, Shuffle} {
+				want, err := EncodeLZ4(c.src, ts, mode)
+				if err != nil {
+					t.Fatal(err)
+				}
+				buf := slices.Clone(c.src)
+				spared := 0
+				got, err := e.EncodeLZ4InPlace(buf, ts, mode, func(n int) []byte {
+					spared++
+					if n < FrameBound(len(c.src), ts) {
+						t.Errorf("a room of %d bytes asked for, under FrameBound's %d", n, FrameBound(len(c.src), ts))
+					}
+					return make([]byte, 0, n)
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Fatalf("typesize %d, %s, shuffle %d: the frame encoded in place differs from EncodeLZ4's", ts, c.name, mode)
+				}
+				if spared > 1 {
+					t.Errorf("typesize %d, %s, shuffle %d: %d rooms asked for, want 1 at most", ts, c.name, mode, spared)
+				}
+				if !c.spare && spared > 0 {
+					t.Errorf("typesize %d, %s, shuffle %d: a room asked for by a frame that compresses throughout", ts, c.name, mode)
+				}
+				back, err := Decode(got, len(c.src))
+				if err != nil || !bytes.Equal(back, c.src) {
+					t.Fatalf("typesize %d, %s: does not decode back (%v)", ts, c.name, err)
+				}
+			}
+		}
+	}
+}
+
+// TestEncodeInPlaceDecodesBack: a frame whose first block saves a few
+// bytes and whose next ones are stored as they are (noise after some
+// zeros) is laid over its data until the saving is used up, then goes
+// on in the room and is larger than its data: it is stored as a copy,
+// the blocks written over decoded back first, and is EncodeLZ4's frame.
+func TestEncodeInPlaceDecodesBack(t *testing.T) {
+	noise := make([]byte, 1<<20)
+	rand.New(rand.NewSource(36)).Read(noise)
+	var e Encoder
+	decodedBack := 0
+	for z := 0; z <= 1024 && decodedBack < 3; z += 4 {
+		src := slices.Clone(noise)
+		clear(src[:z])
+		want, err := EncodeLZ4(src, 1, NoShuffle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := slices.Clone(src)
+		written := false
+		got, err := e.EncodeLZ4InPlace(buf, 1, NoShuffle, func(n int) []byte {
+			written = !bytes.Equal(buf, src)
+			return make([]byte, 0, n)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%d zeros then noise: the frame encoded in place differs from EncodeLZ4's", z)
+		}
+		if written && got[2]&flagMemcpyed != 0 {
+			decodedBack++
+		}
+	}
+	if decodedBack == 0 {
+		t.Fatal("no frame was stored as a copy after blocks were written over its data: the case is not tested")
+	}
+}
+
+// TestEncodeInPlaceHoldsABlock: encoding a 4 MiB chunk that compresses
+// over its own bytes asks for no room and allocates nothing once the
+// Encoder has made its scratch, which is a few blocks, not a frame: what
+// a thread holds to encode a chunk is bounded by the block size.
+func TestEncodeInPlaceHoldsABlock(t *testing.T) {
+	src := sample(1<<20, 4, 7)
+	var e Encoder
+	noRoom := func(n int) []byte {
+		t.Fatalf("a room of %d bytes asked for", n)
+		return nil
+	}
+	if _, err := e.EncodeLZ4InPlace(slices.Clone(src), 4, Shuffle, noRoom); err != nil {
+		t.Fatal(err)
+	}
+	bs := blockSize(len(src), 4)
+	held := cap(e.tmp) + cap(e.stream) + cap(e.block) + 4*cap(e.starts)
+	if held > 3*bs+4096 {
+		t.Errorf("the Encoder holds %d bytes for blocks of %d (a frame is %d)", held, bs, len(src))
+	}
+	buf := slices.Clone(src)
+	var frame []byte
+	if n := allocatedBy(func() { frame, _ = e.EncodeLZ4InPlace(buf, 4, Shuffle, noRoom) }); n > 4096 {
+		t.Errorf("encoding a %d-byte chunk in place allocated %d bytes", len(src), n)
+	}
+	if back, err := Decode(frame, len(src)); err != nil || !bytes.Equal(back, src) {
+		t.Fatalf("does not decode back (%v)", err)
+	}
 }

@@ -115,8 +115,9 @@ func frameOf(src []byte, typesize, shuffleMode int) (flags byte, bs int, split b
 // writer that encodes many chunks on each of several goroutines, one
 // Encoder each, with no buffer made per block. The zero value is ready.
 type Encoder struct {
-	c           lz4.Compressor
-	tmp, stream []byte
+	c                  lz4.Compressor
+	tmp, stream, block []byte
+	starts             []uint32
 }
 
 // FrameBound is the room an Encoder's frame of n bytes may need: up to
@@ -164,6 +165,115 @@ func (e *Encoder) EncodeLZ4(dst, src []byte, typesize, shuffleMode int) ([]byte,
 		flags |= flagMemcpyed
 	}
 	putHeader(out, flags, typesize, nbytes, bs, len(out))
+	return out, nil
+}
+
+// EncodeLZ4InPlace is EncodeLZ4's frame of buf, written over buf itself:
+// each block is shuffled into the Encoder's scratch, compressed, and its
+// streams laid down behind it, where the blocks already read were, so
+// that encoding a chunk touches no memory of its size besides the chunk.
+// The frame so far stays behind the blocks still to read while the data
+// compresses; where it does not (a frame that would be larger than the
+// data reaches the next block's start), the frame goes on in room, from
+// spare (called at most once, with FrameBound's size), and the blocks
+// already overwritten are decoded back into buf first should the frame
+// have to be stored as a copy. The frame's bytes are those of EncodeLZ4,
+// either way; buf's contents are undefined once it returns.
+func (e *Encoder) EncodeLZ4InPlace(buf []byte, typesize, shuffleMode int, spare func(n int) []byte) ([]byte, error) {
+	flags, bs, split, err := frameOf(buf, typesize, shuffleMode)
+	if err != nil {
+		return nil, err
+	}
+	nbytes := len(buf)
+	nblocks := (nbytes + bs - 1) / bs
+	head := HeaderSize + 4*nblocks
+	if nbytes == 0 || head > nbytes {
+		return e.EncodeLZ4(spare(FrameBound(nbytes, typesize)), buf, typesize, shuffleMode)
+	}
+	if cap(e.tmp) < bs {
+		e.tmp = make([]byte, bs)
+	}
+	if n := lz4.CompressBlockBound(bs); cap(e.stream) < n {
+		e.stream = make([]byte, n)
+	}
+	if n := bs + 4*maxSplits; cap(e.block) < n {
+		e.block = make([]byte, 0, n)
+	}
+	// The block table is kept aside until the first block is read: it
+	// lies over the first block's bytes.
+	starts := e.starts[:0]
+	at := head
+	for b := range nblocks {
+		block := buf[b*bs : min((b+1)*bs, nbytes)]
+		leftover := b == nblocks-1 && nbytes%bs != 0
+		enc, err := encodeBlock(&e.c, e.block[:0], block, e.tmp[:bs], e.stream, flags, typesize, split && !leftover)
+		if err != nil {
+			return nil, err
+		}
+		// encodeBlock has read the block whole (shuffled into tmp, or
+		// compressed) before enc is laid down: up to the block's end is
+		// free.
+		if at+len(enc) > b*bs+len(block) {
+			e.starts = starts
+			return e.spill(buf, spare, starts, at, b, flags, typesize)
+		}
+		starts = append(starts, uint32(at))
+		at += copy(buf[at:], enc)
+	}
+	e.starts = starts
+	for b, s := range starts {
+		binary.LittleEndian.PutUint32(buf[HeaderSize+4*b:], s)
+	}
+	putHeader(buf, flags, typesize, nbytes, bs, at)
+	return buf[:at], nil
+}
+
+// spill goes on with EncodeLZ4InPlace's frame in room from spare, from
+// block b on: buf[head:at] holds the streams of the blocks before b,
+// starts their offsets, and buf from block b on is the data still.
+func (e *Encoder) spill(buf []byte, spare func(n int) []byte, starts []uint32, at, b int, flags byte, typesize int) ([]byte, error) {
+	nbytes := len(buf)
+	bs := blockSize(nbytes, typesize)
+	nblocks := (nbytes + bs - 1) / bs
+	head := HeaderSize + 4*nblocks
+	bound := FrameBound(nbytes, typesize)
+	out := spare(bound)[:0]
+	if cap(out) < bound {
+		out = make([]byte, 0, bound)
+	}
+	out = out[:at]
+	copy(out[head:], buf[head:at])
+	for i, s := range starts {
+		binary.LittleEndian.PutUint32(out[HeaderSize+4*i:], s)
+	}
+	split := flags&flagDontSplit == 0
+	limit := nbytes + HeaderSize
+	for ; b < nblocks && len(out) <= limit; b++ {
+		binary.LittleEndian.PutUint32(out[HeaderSize+4*b:], uint32(len(out)))
+		block := buf[b*bs : min((b+1)*bs, nbytes)]
+		leftover := b == nblocks-1 && nbytes%bs != 0
+		var err error
+		if out, err = encodeBlock(&e.c, out, block, e.tmp[:bs], e.stream, flags, typesize, split && !leftover); err != nil {
+			return nil, err
+		}
+	}
+	if len(out) <= limit {
+		putHeader(out, flags, typesize, nbytes, bs, len(out))
+		return out, nil
+	}
+	// Stored as a copy: the blocks whose bytes the frame took are
+	// decoded back from its streams first.
+	h := Header{Flags: flags, TypeSize: typesize, NBytes: nbytes, BlockSize: bs}
+	for i, s := range starts {
+		block := buf[i*bs : min((i+1)*bs, nbytes)]
+		leftover := i == nblocks-1 && nbytes%bs != 0
+		if err := decodeShuffled(h, lz4Block, out, HeaderSize, int(s), block, e.tmp[:len(block)], nil, leftover); err != nil {
+			return nil, fmt.Errorf("internal error: a block written back: %w", err)
+		}
+	}
+	out = out[:limit]
+	copy(out[HeaderSize:], buf)
+	putHeader(out, flags|flagMemcpyed, typesize, nbytes, bs, len(out))
 	return out, nil
 }
 
