@@ -23,14 +23,14 @@ import (
 // memory is its index, 16 bytes an inner chunk, never its body.
 
 // objectStreamer is a StoreWriter that takes an object's bytes in order,
-// a piece at a time (a local directory's file in its staging directory),
-// so that a shard is never held whole. Close completes the object; an
-// object not closed is dropped with the store when the store is aborted.
-// errors.ErrUnsupported says the store takes whole objects only (a
-// prefix of a place, whose Put sends one object in one request): the
-// shard is then spooled to a scratch file, and put from its mapping
-// once its index is written (the file's pages are the page cache, not
-// this process's memory).
+// a piece at a time (a local directory's file in its staging directory;
+// a multipart upload to a place's prefix), so that a shard is never held
+// whole. Close completes the object; an object not closed is dropped
+// with the store when the store is aborted. A StoreWriter without
+// Stream, or whose Stream says errors.ErrUnsupported, takes whole
+// objects only: the shard is then spooled to a scratch file, and put
+// from its mapping once its index is written (the file's pages are the
+// page cache, not this process's memory).
 type objectStreamer interface {
 	Stream(key string) (io.WriteCloser, error)
 }
