@@ -64,6 +64,14 @@ type batchedArray interface {
 	Coalesces() bool
 }
 
+// arrivingArray is a batchedArray that asks for its destinations (and
+// the right to hold the answer) only when the answer of its first request
+// begins to arrive (ReadChunksArriving): the read-ahead then sends more
+// requests than it has room for, and their answers wait in the sockets.
+type arrivingArray interface {
+	ReadChunksArriving(idxs [][]int, arriving func() ([][]byte, error)) error
+}
+
 // chunkedStore is a store output that takes an array a whole chunk at a
 // time: its chunk shape (nil: it takes bytes in order only), and the
 // array started for whole chunks, each put with room of roomBytes to
@@ -352,6 +360,9 @@ type chunkRun struct {
 	groups  []runGroup
 	reads   [][]int // per run, the input chunks it reads
 	refs    []int32 // per input chunk, the runs that read it
+	// inPeak is the most decoded input chunks the last run held at once:
+	// what the read-ahead's bound keeps.
+	inPeak int
 }
 
 type runGroup struct {
@@ -477,11 +488,16 @@ type bufferSet struct {
 	size int
 	free [][]byte
 	all  [][]byte
+	// inUse counts the buffers handed out and not put back; peak is
+	// its most.
+	inUse, peak int
 }
 
 func (b *bufferSet) get() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.inUse++
+	b.peak = max(b.peak, b.inUse)
 	if n := len(b.free); n > 0 {
 		buf := b.free[n-1]
 		b.free = b.free[:n-1]
@@ -495,6 +511,7 @@ func (b *bufferSet) get() []byte {
 func (b *bufferSet) put(buf []byte) {
 	b.mu.Lock()
 	b.free = append(b.free, buf)
+	b.inUse--
 	b.mu.Unlock()
 }
 
@@ -512,6 +529,10 @@ type inputChunk struct {
 	err   error
 	refs  atomic.Int32
 	ahead bool // read by the prefetcher, holding one of its tokens
+	// batch is the read-ahead's batch that claimed the chunk (nil: a
+	// run's read): a run waiting for the chunk tells it (want), so that
+	// it waits for no token.
+	batch *aheadBatch
 }
 
 // outputChunk is an output chunk being filled.
@@ -528,6 +549,7 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 	inBufs := &bufferSet{size: r.in.chunkBytes}
 	outBufs := &bufferSet{size: r.out.chunkBytes}
 	runBufs := &bufferSet{size: r.ck.MaxBytes()}
+	defer func() { r.inPeak = inBufs.peak }()
 	defer inBufs.close()
 	defer outBufs.close()
 	defer runBufs.close()
@@ -542,7 +564,7 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 	// (skipGone: a chunk read ahead, not one a run needs). token: the
 	// caller is the prefetcher, holding one of its tokens for the chunk.
 	// Called with mu held.
-	claim := func(id int, skipGone, token bool) (c *inputChunk, first bool) {
+	claim := func(id int, skipGone bool) (c *inputChunk, first bool) {
 		c = ins[id]
 		if c == nil {
 			if skipGone && gone[id] {
@@ -553,13 +575,17 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 			ins[id] = c
 			first = true
 		}
-		c.ahead = c.ahead || token
 		return c, first
 	}
 	batched, _ := arr.(batchedArray)
 	if batched != nil && !batched.Coalesces() {
 		batched = nil
 	}
+	arriving, _ := arr.(arrivingArray)
+	if batched == nil {
+		arriving = nil
+	}
+	var readInto func(cs []*inputChunk, idxs [][]int, dsts [][]byte)
 	// read reads and decodes the chunks ids claimed as cs, in one go
 	// where the input can.
 	read := func(cs []*inputChunk, ids []int) {
@@ -568,6 +594,9 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 			c.b = inBufs.get()
 			idxs[k], dsts[k] = r.in.index(ids[k]), c.b
 		}
+		readInto(cs, idxs, dsts)
+	}
+	readInto = func(cs []*inputChunk, idxs [][]int, dsts [][]byte) {
 		if batched != nil && len(cs) > 1 {
 			err := batched.ReadChunks(dsts, idxs)
 			for _, c := range cs {
@@ -591,22 +620,18 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 		ranged = nil
 	}
 	ahead := r.readAhead(arr, ranged != nil, batched != nil, threads)
-	// fetch reads the chunks ids, a batch of the read-ahead or one chunk,
-	// that no one has claimed yet: those the runs are done with already
-	// are skipped, and it says how many (for the prefetcher, whose tokens
-	// they do not hold). A run that finds its chunk unclaimed reads the
-	// chunk's whole batch, as the prefetcher would have: the same
-	// requests whoever comes first.
-	fetch := func(ids []int, isAhead bool) (passed int) {
+	// fetch reads the chunks ids, the batch of the read-ahead of a chunk
+	// a run needs, or that one chunk, that no one has claimed yet (those
+	// the runs are done with already are skipped): a run that finds its
+	// chunk unclaimed reads the chunk's whole batch, as the prefetcher
+	// would have, the same requests whoever comes first. They hold no
+	// token of the read-ahead: the runs waiting bound them.
+	fetch := func(ids []int) {
 		var cs []*inputChunk
 		var mine []int
 		mu.Lock()
 		for _, id := range ids {
-			c, first := claim(id, true, isAhead)
-			switch {
-			case c == nil:
-				passed++
-			case first:
+			if c, first := claim(id, true); first {
 				cs, mine = append(cs, c), append(mine, id)
 			}
 		}
@@ -614,7 +639,72 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 		if len(cs) > 0 {
 			read(cs, mine)
 		}
-		return passed
+	}
+	// fetchAhead reads batch b of the read-ahead for the prefetcher: the
+	// chunks of it no one has claimed yet, each holding a token once
+	// admitted. The request goes out at once; the tokens, and the
+	// buffers to decode into, are taken when its answer begins to arrive
+	// where the input tells (arrivingArray), else before it is sent.
+	fetchAhead := func(b *aheadBatch, tokens chan struct{}, quit <-chan struct{}) {
+		var cs []*inputChunk
+		var mine []int
+		mu.Lock()
+		for _, id := range b.ids {
+			if c, first := claim(id, true); first {
+				c.batch = b
+				cs, mine = append(cs, c), append(mine, id)
+			}
+		}
+		mu.Unlock()
+		if len(cs) == 0 {
+			b.pass(quit)
+			return
+		}
+		idxs := make([][]int, len(mine))
+		for k, id := range mine {
+			idxs[k] = r.in.index(id)
+		}
+		admitted := false
+		admit := func() ([][]byte, error) {
+			admitted = true
+			held, err := b.admit(len(cs), tokens, quit)
+			mu.Lock()
+			for k, c := range cs {
+				c.ahead = k < held
+			}
+			mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+			dsts := make([][]byte, len(cs))
+			for k, c := range cs {
+				c.b = inBufs.get()
+				dsts[k] = c.b
+			}
+			return dsts, nil
+		}
+		if arriving == nil {
+			dsts, err := admit()
+			if err != nil {
+				for _, c := range cs {
+					c.err = err
+					close(c.ready)
+				}
+				return
+			}
+			readInto(cs, idxs, dsts)
+			return
+		}
+		err := arriving.ReadChunksArriving(idxs, admit)
+		if !admitted {
+			b.pass(quit) // failed before any answer: holds no token
+		}
+		for _, c := range cs {
+			if err != nil {
+				c.err = readErr(err)
+			}
+			close(c.ready)
+		}
 	}
 	// input is input chunk id for a run, read by the first caller; with
 	// its batch of the read-ahead, if any. It is not gone: this run has
@@ -628,10 +718,17 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 			if ids == nil {
 				ids = []int{id}
 			}
-			fetch(ids, false)
+			fetch(ids)
 			mu.Lock()
 			c = ins[id]
 			mu.Unlock()
+		}
+		if c.batch != nil {
+			select {
+			case <-c.ready:
+			default:
+				c.batch.want()
+			}
 		}
 		<-c.ready
 		return c
@@ -662,7 +759,7 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 			rangesLeft[id].Store(n)
 		}
 	}
-	stop := r.prefetch(ahead, func(ids []int) int { return fetch(ids, true) }, &prefetched)
+	stop := r.prefetch(ahead, arriving != nil, fetchAhead, &prefetched)
 	defer stop()
 	for _, g := range r.groups {
 		outs := make(map[int]*outputChunk, len(g.outs))
@@ -767,6 +864,7 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 // hold back to back), else one chunk each.
 type chunkReadAhead struct {
 	n       int
+	jobs    int // requests on their way at once (--io-jobs)
 	batches [][]int
 	batch   []int32 // each input chunk's batch; nil: batches of one
 }
@@ -797,7 +895,7 @@ func (r *chunkRun) readAhead(arr chunkedArray, ranged, batched bool, threads int
 			}
 		}
 	}
-	ra := &chunkReadAhead{n: n}
+	ra := &chunkReadAhead{n: n, jobs: o.Overlap()}
 	if perBatch > 1 {
 		ra.batch = make([]int32, r.in.count())
 	}
@@ -826,12 +924,92 @@ func (ra *chunkReadAhead) batchOf(id int) []int {
 	return ra.batches[ra.batch[id]]
 }
 
+// aheadBatch is a batch of the read-ahead on its way: its chunks, and
+// the order in which batches take their tokens. A batch takes its tokens
+// only once the batch before it has taken its own (prev closed; it
+// closes mine then), so that a later batch, its answer come first, never
+// takes the tokens an earlier one needs while the runs wait for the
+// earlier one. A run waiting for one of its chunks closes wanted: the
+// batch is then the run's, as if the run had read it, and waits for no
+// token (the runs waiting bound what they read).
+type aheadBatch struct {
+	ids        []int
+	prev, mine chan struct{}
+	wanted     chan struct{}
+	wantOnce   sync.Once
+	passOnce   sync.Once
+}
+
+func newAheadBatch(ids []int, prev chan struct{}) *aheadBatch {
+	return &aheadBatch{ids: ids, prev: prev, mine: make(chan struct{}), wanted: make(chan struct{})}
+}
+
+// want says that a run waits for one of the batch's chunks.
+func (b *aheadBatch) want() { b.wantOnce.Do(func() { close(b.wanted) }) }
+
+// pass lets the next batch take its tokens once this one's turn has
+// come, this one taking none.
+func (b *aheadBatch) pass(quit <-chan struct{}) {
+	b.passOnce.Do(func() {
+		go func() {
+			select {
+			case <-b.prev:
+			case <-quit:
+			}
+			close(b.mine)
+		}()
+	})
+}
+
+// admit takes n tokens in the batch's turn and says how many it holds.
+// Once a run waits for the batch it waits no more, for its turn or for
+// tokens, and takes only the tokens free: the runs may hold all of them,
+// waiting for this batch. An error when quit closed.
+func (b *aheadBatch) admit(n int, tokens chan struct{}, quit <-chan struct{}) (held int, err error) {
+	defer b.pass(quit)
+	wanted := false
+	select {
+	case <-b.prev:
+	case <-b.wanted:
+		wanted = true
+	case <-quit:
+		return 0, errPrefetchStopped
+	}
+	for held < n {
+		if wanted {
+			select {
+			case <-tokens:
+				held++
+				continue
+			default:
+				return held, nil
+			}
+		}
+		select {
+		case <-tokens:
+			held++
+		case <-b.wanted:
+			wanted = true
+		case <-quit:
+			return held, errPrefetchStopped
+		}
+	}
+	return held, nil
+}
+
+// errPrefetchStopped is a read-ahead's read cut short by the job's end
+// (an error elsewhere): no run reads it.
+var errPrefetchStopped = errors.New("the read-ahead stopped")
+
 // prefetch reads ra's batches in order, up to ra.n chunks held ahead:
 // *tokens is set to the channel whose capacity bounds them, a token a
-// chunk (nil: no prefetch). fetch reads a batch and says how many of its
-// chunks need no token. The returned function stops the prefetcher and
+// chunk (nil: no prefetch). fetch reads a batch, taking its tokens by
+// the batch's admit. Where the input takes its tokens as each answer
+// begins to arrive (arrive), up to ra.jobs requests are on their way at
+// once, more than the tokens cover; else ra.n, each with its tokens
+// before it is sent. The returned function stops the prefetcher and
 // waits for it.
-func (r *chunkRun) prefetch(ra *chunkReadAhead, fetch func(ids []int) int, tokens *chan struct{}) (stop func()) {
+func (r *chunkRun) prefetch(ra *chunkReadAhead, arrive bool, fetch func(b *aheadBatch, tokens chan struct{}, quit <-chan struct{}), tokens *chan struct{}) (stop func()) {
 	if ra == nil {
 		return func() {}
 	}
@@ -840,35 +1018,34 @@ func (r *chunkRun) prefetch(ra *chunkReadAhead, fetch func(ids []int) int, token
 	for range n {
 		*tokens <- struct{}{}
 	}
+	workers := n
+	if arrive {
+		workers = max(n, ra.jobs)
+	}
 	quit := make(chan struct{})
-	batches := make(chan []int)
+	batches := make(chan *aheadBatch)
 	var wg sync.WaitGroup
-	wg.Add(n + 1)
+	wg.Add(workers + 1)
 	go func() {
 		defer wg.Done()
 		defer close(batches)
-		for _, b := range ra.batches {
-			for range b {
-				select {
-				case <-*tokens:
-				case <-quit:
-					return
-				}
-			}
+		prev := make(chan struct{})
+		close(prev)
+		for _, ids := range ra.batches {
+			b := newAheadBatch(ids, prev)
 			select {
 			case batches <- b:
 			case <-quit:
 				return
 			}
+			prev = b.mine
 		}
 	}()
-	for range n {
+	for range workers {
 		go func() {
 			defer wg.Done()
-			for ids := range batches {
-				for range fetch(ids) {
-					*tokens <- struct{}{} // the runs read it already
-				}
+			for b := range batches {
+				fetch(b, *tokens, quit)
 			}
 		}()
 	}
