@@ -121,13 +121,16 @@ const (
 	// inChunkLimit bounds one input chunk, decoded whole by each worker.
 	inChunkLimit = 64 << 20
 	// overlapBytes bounds the decoded input chunks read ahead of the
-	// runs when the input's chunks come over a network. With 1 MiB
-	// chunks (a sharded v3 array's inner chunks) it keeps 8 requests in
-	// flight, which at 20 ms an answer is 400 MiB/s, more than two cores
-	// decode and encode; 16 of them held 17 MiB more RssAnon (148 against
-	// 132 MiB in bench/zarr-s3.sh's job) and showed no wall time gained
-	// on the loaded 2-core machine. With 16 MiB chunks, none beyond the
-	// threads.
+	// runs when the input's chunks come over a network: 8 chunks of
+	// 1 MiB (a sharded v3 array's inner chunks); with 16 MiB chunks,
+	// none beyond the threads. It bounds the bytes held, not the
+	// requests: from an input that says when an answer arrives
+	// (arrivingArray), up to --io-jobs batch requests are on their way
+	// at once, and an answer waits in its socket until there is room
+	// for it. Raising the bound itself to 16 MiB instead, with the
+	// room taken before each request was sent, gained wall time at
+	// 20 ms an answer (4.79 against 5.75 s in bench/zarr-s3.sh's job)
+	// but held 134-136 MiB RssAnon against 116.
 	overlapBytes = 8 << 20
 	// batchBytes bounds the chunks the prefetcher asks for in one read
 	// of a batchedArray: two requests of 4 MiB hold the same bytes in
@@ -530,8 +533,8 @@ type inputChunk struct {
 	refs  atomic.Int32
 	ahead bool // read by the prefetcher, holding one of its tokens
 	// batch is the read-ahead's batch that claimed the chunk (nil: a
-	// run's read): a run waiting for the chunk tells it (want), so that
-	// it waits for no token.
+	// run's read): when every run waits for such a batch, the batches
+	// they wait for are told (want), so that they wait for no token.
 	batch *aheadBatch
 }
 
@@ -706,6 +709,7 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 			close(c.ready)
 		}
 	}
+	stalls := &runStalls{waits: map[*aheadBatch]int{}}
 	// input is input chunk id for a run, read by the first caller; with
 	// its batch of the read-ahead, if any. It is not gone: this run has
 	// still to read it.
@@ -727,7 +731,9 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 			select {
 			case <-c.ready:
 			default:
-				c.batch.want()
+				stalls.wait(c.batch)
+				<-c.ready
+				stalls.waited(c.batch)
 			}
 		}
 		<-c.ready
@@ -771,6 +777,8 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 			outs[id] = &outputChunk{b: b}
 		}
 		err := parallel(threads, len(g.runs), func(k int) error {
+			stalls.start()
+			defer stalls.end()
 			i := g.runs[k]
 			ch := r.ck.Chunk(i)
 			src, dst := runBufs.get(), runBufs.get()
@@ -944,7 +952,60 @@ func newAheadBatch(ids []int, prev chan struct{}) *aheadBatch {
 	return &aheadBatch{ids: ids, prev: prev, mine: make(chan struct{}), wanted: make(chan struct{})}
 }
 
-// want says that a run waits for one of the batch's chunks.
+// runStalls tells the batches of the read-ahead that the runs wait for
+// when every run waits for one (want): the tokens may all be held by
+// chunks whose runs wait for those batches, and no token would come
+// back. A run that waits while another runs, or for a batch that will
+// find its tokens, holds nothing beyond the bound.
+type runStalls struct {
+	mu      sync.Mutex
+	running int
+	waiting int
+	waits   map[*aheadBatch]int
+}
+
+func (s *runStalls) start() {
+	s.mu.Lock()
+	s.running++
+	s.mu.Unlock()
+}
+
+func (s *runStalls) end() {
+	s.mu.Lock()
+	s.running--
+	s.check()
+	s.mu.Unlock()
+}
+
+// wait says that a run waits for batch b.
+func (s *runStalls) wait(b *aheadBatch) {
+	s.mu.Lock()
+	s.waiting++
+	s.waits[b]++
+	s.check()
+	s.mu.Unlock()
+}
+
+func (s *runStalls) waited(b *aheadBatch) {
+	s.mu.Lock()
+	s.waiting--
+	if s.waits[b]--; s.waits[b] == 0 {
+		delete(s.waits, b)
+	}
+	s.mu.Unlock()
+}
+
+// check tells the batches waited for if every run waits. Called with
+// mu held.
+func (s *runStalls) check() {
+	if s.waiting > 0 && s.waiting >= s.running {
+		for b := range s.waits {
+			b.want()
+		}
+	}
+}
+
+// want says that the runs wait for the batch, all of them.
 func (b *aheadBatch) want() { b.wantOnce.Do(func() { close(b.wanted) }) }
 
 // pass lets the next batch take its tokens once this one's turn has

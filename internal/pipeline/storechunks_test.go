@@ -613,3 +613,22 @@ func TestChunkRunRequestsBeforeRoom(t *testing.T) {
 	}
 	t.Logf("%d batch requests, at most %d chunks held", in.sent, run.inPeak)
 }
+
+// TestChunkRunArrivingPastTheBound: a run that reads more chunks than
+// the read-ahead holds (one run reads all 32 chunks, 4 held ahead) from
+// an input that says when its answers arrive ends with the plan's
+// result, on one thread and on two: the batches the runs wait for take
+// no token when the runs hold them all.
+func TestChunkRunArrivingPastTheBound(t *testing.T) {
+	p, run, mem, want := s2dChunkRun(t)
+	for _, threads := range []int{1, 2} {
+		in := &arrivingMem{batchArray: &batchArray{memArray: &memArray{g: mem.g, data: mem.data, overlap: 4}}, want: 1, gate: make(chan struct{})}
+		put, got := collect(t, "past the bound", run, p.Bytes())
+		if err := run.run(in, put, 64, threads, func(int64) {}, func(err error) error { return err }); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) || in.sent == 0 || in.timedOut {
+			t.Fatalf("%d threads: %d batches read as they arrived, result equal %v", threads, in.sent, bytes.Equal(got, want))
+		}
+	}
+}
