@@ -564,9 +564,8 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 	gone := map[int]bool{} // chunks every run that reads them has read
 	// claim is input chunk id's entry and whether the caller, the first
 	// to ask, is to read it; nil when the runs are done with it already
-	// (skipGone: a chunk read ahead, not one a run needs). token: the
-	// caller is the prefetcher, holding one of its tokens for the chunk.
-	// Called with mu held.
+	// (skipGone: a chunk read ahead, not one a run needs). Called with mu
+	// held.
 	claim := func(id int, skipGone bool) (c *inputChunk, first bool) {
 		c = ins[id]
 		if c == nil {
@@ -937,9 +936,9 @@ func (ra *chunkReadAhead) batchOf(id int) []int {
 // only once the batch before it has taken its own (prev closed; it
 // closes mine then), so that a later batch, its answer come first, never
 // takes the tokens an earlier one needs while the runs wait for the
-// earlier one. A run waiting for one of its chunks closes wanted: the
-// batch is then the run's, as if the run had read it, and waits for no
-// token (the runs waiting bound what they read).
+// earlier one. wanted closes when every run waits, this batch among those
+// they wait for (runStalls): the batch then waits no more, as if a run
+// had read it itself (the runs waiting bound what they read).
 type aheadBatch struct {
 	ids        []int
 	prev, mine chan struct{}
@@ -1023,9 +1022,9 @@ func (b *aheadBatch) pass(quit <-chan struct{}) {
 }
 
 // admit takes n tokens in the batch's turn and says how many it holds.
-// Once a run waits for the batch it waits no more, for its turn or for
-// tokens, and takes only the tokens free: the runs may hold all of them,
-// waiting for this batch. An error when quit closed.
+// Once wanted it waits no more, for its turn or for tokens, and takes
+// only the tokens free: the runs may hold all of them, waiting for this
+// batch. An error when quit closed.
 func (b *aheadBatch) admit(n int, tokens chan struct{}, quit <-chan struct{}) (held int, err error) {
 	defer b.pass(quit)
 	wanted := false
