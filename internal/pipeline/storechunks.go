@@ -559,6 +559,11 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 	// prefetched holds a token per input chunk the prefetcher has read
 	// and the runs still read: its capacity bounds them.
 	var prefetched chan struct{}
+	// owed counts the tokens the batches that went without (the runs all
+	// waiting for them) owe: their chunks, let go, pay it before any
+	// token goes back, so that the read-ahead catches up with its bound
+	// again before it lets the next answer in. Under mu.
+	owed := 0
 	var mu sync.Mutex
 	ins := map[int]*inputChunk{}
 	gone := map[int]bool{} // chunks every run that reads them has read
@@ -671,9 +676,10 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 			admitted = true
 			held, err := b.admit(len(cs), tokens, quit)
 			mu.Lock()
-			for k, c := range cs {
-				c.ahead = k < held
+			for _, c := range cs {
+				c.ahead = true
 			}
+			owed += len(cs) - held
 			mu.Unlock()
 			if err != nil {
 				return nil, err
@@ -747,6 +753,10 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 			delete(ins, id)
 			gone[id] = true
 			ahead := c.ahead
+			if ahead && owed > 0 {
+				owed--
+				ahead = false
+			}
 			mu.Unlock()
 			inBufs.put(c.b)
 			if ahead {
