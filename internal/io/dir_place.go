@@ -174,6 +174,29 @@ func ReadRangePooled(st interface {
 	return st.ReadRange(key, off, n)
 }
 
+// ReadRangeArriving is ReadRangePooled calling arriving, once, when the
+// answer begins to arrive (a place's GET into buffers: its length is
+// known) and before its buffer is taken: a caller that bounds the bytes
+// it holds waits there, and an answer not yet read waits in the socket,
+// not in the process. Where the bytes do not come into the body pool
+// (another place, another store), arriving is called before the read.
+// Give the bytes back with ReleaseBody.
+func ReadRangeArriving(st interface {
+	ReadRange(key string, off, n int64) ([]byte, error)
+}, key string, off, n int64, arriving func()) ([]byte, error) {
+	if d, ok := st.(*Dir); ok && d.remote != nil {
+		if _, into := d.remote.(StorePlaceInto); into {
+			var once sync.Once
+			return d.readRange(key, off, n, func(n int) []byte {
+				once.Do(arriving) // a GET asked again takes a new body, not new room
+				return bodyBuffer(n)
+			})
+		}
+	}
+	arriving()
+	return ReadRangePooled(st, key, off, n)
+}
+
 // ReleaseBody gives b, read from st by ReadRangePooled or a Dir's
 // ReadBoundedPooled, back to the body pool, where st is a Dir whose reads
 // come from it; b must not be used after. A buffer not given back is only

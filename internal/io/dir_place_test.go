@@ -971,3 +971,47 @@ func TestPlaceOutputStreamHungUpload(t *testing.T) {
 		t.Errorf("objects left: %q", keys)
 	}
 }
+
+// orderedInto is a memInto that logs when a request is sent and that
+// asks for its buffer twice, as a GET asked again after its body broke
+// off does.
+type orderedInto struct {
+	*memInto
+	log *[]string
+}
+
+func (o *orderedInto) GetObjectRangeInto(ctx context.Context, name string, off, n int64, alloc func(n int) []byte) ([]byte, error) {
+	*o.log = append(*o.log, "sent")
+	alloc(int(n)) // the first try's body, broken off
+	return o.memInto.GetObjectRangeInto(ctx, name, off, n, alloc)
+}
+
+// TestReadRangeArriving: ReadRangeArriving gives ReadRange's bytes and
+// calls arriving once, after the request is sent, when its answer comes
+// into a buffer of the body pool (a place that reads into buffers),
+// however often the place asks for one; before the read otherwise.
+func TestReadRangeArriving(t *testing.T) {
+	data := make([]byte, 300_000)
+	for i := range data {
+		data[i] = byte(i * 13 / 5)
+	}
+	memPlace.reset()
+	memPlace.objects["mem://b/s.zarr/c"] = data
+	var log []string
+	arriving := func() { log = append(log, "arrived") }
+	into := &Dir{name: "mem://b/s.zarr", remote: &orderedInto{memInto: &memInto{memStore: memPlace}, log: &log}, url: "mem://b/s.zarr/"}
+	b, err := ReadRangeArriving(into, "c", 1000, 100_000, arriving)
+	if err != nil || !bytes.Equal(b, data[1000:101_000]) {
+		t.Fatalf("a place reading into buffers: %v", err)
+	}
+	ReleaseBody(into, b)
+	if !slices.Equal(log, []string{"sent", "arrived"}) {
+		t.Errorf("a place reading into buffers: %v, want [sent arrived]", log)
+	}
+	log = nil
+	kept := &Dir{name: "mem://b/s.zarr", remote: memPlace, url: "mem://b/s.zarr/"}
+	b, err = ReadRangeArriving(kept, "c", 0, 10, arriving)
+	if err != nil || !bytes.Equal(b, data[:10]) || !slices.Equal(log, []string{"arrived"}) {
+		t.Errorf("a place keeping its objects: %v, %v", err, log)
+	}
+}

@@ -64,6 +64,14 @@ type batchedArray interface {
 	Coalesces() bool
 }
 
+// arrivingArray is a batchedArray that asks for its destinations (and
+// the right to hold the answer) only when the answer of its first request
+// begins to arrive (ReadChunksArriving): the read-ahead then sends more
+// requests than it has room for, and their answers wait in the sockets.
+type arrivingArray interface {
+	ReadChunksArriving(idxs [][]int, arriving func() ([][]byte, error)) error
+}
+
 // chunkedStore is a store output that takes an array a whole chunk at a
 // time: its chunk shape (nil: it takes bytes in order only), and the
 // array started for whole chunks, each put with room of roomBytes to
@@ -113,13 +121,16 @@ const (
 	// inChunkLimit bounds one input chunk, decoded whole by each worker.
 	inChunkLimit = 64 << 20
 	// overlapBytes bounds the decoded input chunks read ahead of the
-	// runs when the input's chunks come over a network. With 1 MiB
-	// chunks (a sharded v3 array's inner chunks) it keeps 8 requests in
-	// flight, which at 20 ms an answer is 400 MiB/s, more than two cores
-	// decode and encode; 16 of them held 17 MiB more RssAnon (148 against
-	// 132 MiB in bench/zarr-s3.sh's job) and showed no wall time gained
-	// on the loaded 2-core machine. With 16 MiB chunks, none beyond the
-	// threads.
+	// runs when the input's chunks come over a network: 8 chunks of
+	// 1 MiB (a sharded v3 array's inner chunks); with 16 MiB chunks,
+	// none beyond the threads. It bounds the bytes held, not the
+	// requests: from an input that says when an answer arrives
+	// (arrivingArray), up to --io-jobs batch requests are on their way
+	// at once, and an answer waits in its socket until there is room
+	// for it. Raising the bound itself to 16 MiB instead, with the
+	// room taken before each request was sent, gained wall time at
+	// 20 ms an answer (4.79 against 5.75 s in bench/zarr-s3.sh's job)
+	// but held 134-136 MiB RssAnon against 116.
 	overlapBytes = 8 << 20
 	// batchBytes bounds the chunks the prefetcher asks for in one read
 	// of a batchedArray: two requests of 4 MiB hold the same bytes in
@@ -352,6 +363,9 @@ type chunkRun struct {
 	groups  []runGroup
 	reads   [][]int // per run, the input chunks it reads
 	refs    []int32 // per input chunk, the runs that read it
+	// inPeak is the most decoded input chunks the last run held at once:
+	// what the read-ahead's bound keeps.
+	inPeak int
 }
 
 type runGroup struct {
@@ -477,11 +491,16 @@ type bufferSet struct {
 	size int
 	free [][]byte
 	all  [][]byte
+	// inUse counts the buffers handed out and not put back; peak is
+	// its most.
+	inUse, peak int
 }
 
 func (b *bufferSet) get() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.inUse++
+	b.peak = max(b.peak, b.inUse)
 	if n := len(b.free); n > 0 {
 		buf := b.free[n-1]
 		b.free = b.free[:n-1]
@@ -495,6 +514,7 @@ func (b *bufferSet) get() []byte {
 func (b *bufferSet) put(buf []byte) {
 	b.mu.Lock()
 	b.free = append(b.free, buf)
+	b.inUse--
 	b.mu.Unlock()
 }
 
@@ -512,6 +532,10 @@ type inputChunk struct {
 	err   error
 	refs  atomic.Int32
 	ahead bool // read by the prefetcher, holding one of its tokens
+	// batch is the read-ahead's batch that claimed the chunk (nil: a
+	// run's read): when every run waits for such a batch, the batches
+	// they wait for are told (want), so that they wait for no token.
+	batch *aheadBatch
 }
 
 // outputChunk is an output chunk being filled.
@@ -528,21 +552,26 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 	inBufs := &bufferSet{size: r.in.chunkBytes}
 	outBufs := &bufferSet{size: r.out.chunkBytes}
 	runBufs := &bufferSet{size: r.ck.MaxBytes()}
+	defer func() { r.inPeak = inBufs.peak }()
 	defer inBufs.close()
 	defer outBufs.close()
 	defer runBufs.close()
 	// prefetched holds a token per input chunk the prefetcher has read
 	// and the runs still read: its capacity bounds them.
 	var prefetched chan struct{}
+	// owed counts the tokens the batches that went without (the runs all
+	// waiting for them) owe: their chunks, let go, pay it before any
+	// token goes back, so that the read-ahead catches up with its bound
+	// again before it lets the next answer in. Under mu.
+	owed := 0
 	var mu sync.Mutex
 	ins := map[int]*inputChunk{}
 	gone := map[int]bool{} // chunks every run that reads them has read
 	// claim is input chunk id's entry and whether the caller, the first
 	// to ask, is to read it; nil when the runs are done with it already
-	// (skipGone: a chunk read ahead, not one a run needs). token: the
-	// caller is the prefetcher, holding one of its tokens for the chunk.
-	// Called with mu held.
-	claim := func(id int, skipGone, token bool) (c *inputChunk, first bool) {
+	// (skipGone: a chunk read ahead, not one a run needs). Called with mu
+	// held.
+	claim := func(id int, skipGone bool) (c *inputChunk, first bool) {
 		c = ins[id]
 		if c == nil {
 			if skipGone && gone[id] {
@@ -553,13 +582,17 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 			ins[id] = c
 			first = true
 		}
-		c.ahead = c.ahead || token
 		return c, first
 	}
 	batched, _ := arr.(batchedArray)
 	if batched != nil && !batched.Coalesces() {
 		batched = nil
 	}
+	arriving, _ := arr.(arrivingArray)
+	if batched == nil {
+		arriving = nil
+	}
+	var readInto func(cs []*inputChunk, idxs [][]int, dsts [][]byte)
 	// read reads and decodes the chunks ids claimed as cs, in one go
 	// where the input can.
 	read := func(cs []*inputChunk, ids []int) {
@@ -568,6 +601,9 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 			c.b = inBufs.get()
 			idxs[k], dsts[k] = r.in.index(ids[k]), c.b
 		}
+		readInto(cs, idxs, dsts)
+	}
+	readInto = func(cs []*inputChunk, idxs [][]int, dsts [][]byte) {
 		if batched != nil && len(cs) > 1 {
 			err := batched.ReadChunks(dsts, idxs)
 			for _, c := range cs {
@@ -591,22 +627,18 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 		ranged = nil
 	}
 	ahead := r.readAhead(arr, ranged != nil, batched != nil, threads)
-	// fetch reads the chunks ids, a batch of the read-ahead or one chunk,
-	// that no one has claimed yet: those the runs are done with already
-	// are skipped, and it says how many (for the prefetcher, whose tokens
-	// they do not hold). A run that finds its chunk unclaimed reads the
-	// chunk's whole batch, as the prefetcher would have: the same
-	// requests whoever comes first.
-	fetch := func(ids []int, isAhead bool) (passed int) {
+	// fetch reads the chunks ids, the batch of the read-ahead of a chunk
+	// a run needs, or that one chunk, that no one has claimed yet (those
+	// the runs are done with already are skipped): a run that finds its
+	// chunk unclaimed reads the chunk's whole batch, as the prefetcher
+	// would have, the same requests whoever comes first. They hold no
+	// token of the read-ahead: the runs waiting bound them.
+	fetch := func(ids []int) {
 		var cs []*inputChunk
 		var mine []int
 		mu.Lock()
 		for _, id := range ids {
-			c, first := claim(id, true, isAhead)
-			switch {
-			case c == nil:
-				passed++
-			case first:
+			if c, first := claim(id, true); first {
 				cs, mine = append(cs, c), append(mine, id)
 			}
 		}
@@ -614,8 +646,75 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 		if len(cs) > 0 {
 			read(cs, mine)
 		}
-		return passed
 	}
+	// fetchAhead reads batch b of the read-ahead for the prefetcher: the
+	// chunks of it no one has claimed yet, each holding a token once
+	// admitted. The request goes out at once; the tokens, and the
+	// buffers to decode into, are taken when its answer begins to arrive
+	// where the input tells (arrivingArray), else before it is sent.
+	fetchAhead := func(b *aheadBatch, tokens chan struct{}, quit <-chan struct{}) {
+		var cs []*inputChunk
+		var mine []int
+		mu.Lock()
+		for _, id := range b.ids {
+			if c, first := claim(id, true); first {
+				c.batch = b
+				cs, mine = append(cs, c), append(mine, id)
+			}
+		}
+		mu.Unlock()
+		if len(cs) == 0 {
+			b.pass(quit)
+			return
+		}
+		idxs := make([][]int, len(mine))
+		for k, id := range mine {
+			idxs[k] = r.in.index(id)
+		}
+		admitted := false
+		admit := func() ([][]byte, error) {
+			admitted = true
+			held, err := b.admit(len(cs), tokens, quit)
+			mu.Lock()
+			for _, c := range cs {
+				c.ahead = true
+			}
+			owed += len(cs) - held
+			mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+			dsts := make([][]byte, len(cs))
+			for k, c := range cs {
+				c.b = inBufs.get()
+				dsts[k] = c.b
+			}
+			return dsts, nil
+		}
+		if arriving == nil {
+			dsts, err := admit()
+			if err != nil {
+				for _, c := range cs {
+					c.err = err
+					close(c.ready)
+				}
+				return
+			}
+			readInto(cs, idxs, dsts)
+			return
+		}
+		err := arriving.ReadChunksArriving(idxs, admit)
+		if !admitted {
+			b.pass(quit) // failed before any answer: holds no token
+		}
+		for _, c := range cs {
+			if err != nil {
+				c.err = readErr(err)
+			}
+			close(c.ready)
+		}
+	}
+	stalls := &runStalls{waits: map[*aheadBatch]int{}}
 	// input is input chunk id for a run, read by the first caller; with
 	// its batch of the read-ahead, if any. It is not gone: this run has
 	// still to read it.
@@ -628,10 +727,19 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 			if ids == nil {
 				ids = []int{id}
 			}
-			fetch(ids, false)
+			fetch(ids)
 			mu.Lock()
 			c = ins[id]
 			mu.Unlock()
+		}
+		if c.batch != nil {
+			select {
+			case <-c.ready:
+			default:
+				stalls.wait(c.batch)
+				<-c.ready
+				stalls.waited(c.batch)
+			}
 		}
 		<-c.ready
 		return c
@@ -645,6 +753,10 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 			delete(ins, id)
 			gone[id] = true
 			ahead := c.ahead
+			if ahead && owed > 0 {
+				owed--
+				ahead = false
+			}
 			mu.Unlock()
 			inBufs.put(c.b)
 			if ahead {
@@ -662,7 +774,7 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 			rangesLeft[id].Store(n)
 		}
 	}
-	stop := r.prefetch(ahead, func(ids []int) int { return fetch(ids, true) }, &prefetched)
+	stop := r.prefetch(ahead, arriving != nil, fetchAhead, &prefetched)
 	defer stop()
 	for _, g := range r.groups {
 		outs := make(map[int]*outputChunk, len(g.outs))
@@ -674,6 +786,8 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 			outs[id] = &outputChunk{b: b}
 		}
 		err := parallel(threads, len(g.runs), func(k int) error {
+			stalls.start()
+			defer stalls.end()
 			i := g.runs[k]
 			ch := r.ck.Chunk(i)
 			src, dst := runBufs.get(), runBufs.get()
@@ -767,6 +881,7 @@ func (r *chunkRun) run(arr chunkedArray, put func(idx []int, chunk, room []byte)
 // hold back to back), else one chunk each.
 type chunkReadAhead struct {
 	n       int
+	jobs    int // requests on their way at once (--io-jobs)
 	batches [][]int
 	batch   []int32 // each input chunk's batch; nil: batches of one
 }
@@ -797,7 +912,7 @@ func (r *chunkRun) readAhead(arr chunkedArray, ranged, batched bool, threads int
 			}
 		}
 	}
-	ra := &chunkReadAhead{n: n}
+	ra := &chunkReadAhead{n: n, jobs: o.Overlap()}
 	if perBatch > 1 {
 		ra.batch = make([]int32, r.in.count())
 	}
@@ -826,12 +941,145 @@ func (ra *chunkReadAhead) batchOf(id int) []int {
 	return ra.batches[ra.batch[id]]
 }
 
+// aheadBatch is a batch of the read-ahead on its way: its chunks, and
+// the order in which batches take their tokens. A batch takes its tokens
+// only once the batch before it has taken its own (prev closed; it
+// closes mine then), so that a later batch, its answer come first, never
+// takes the tokens an earlier one needs while the runs wait for the
+// earlier one. wanted closes when every run waits, this batch among those
+// they wait for (runStalls): the batch then waits no more, as if a run
+// had read it itself (the runs waiting bound what they read).
+type aheadBatch struct {
+	ids        []int
+	prev, mine chan struct{}
+	wanted     chan struct{}
+	wantOnce   sync.Once
+	passOnce   sync.Once
+}
+
+func newAheadBatch(ids []int, prev chan struct{}) *aheadBatch {
+	return &aheadBatch{ids: ids, prev: prev, mine: make(chan struct{}), wanted: make(chan struct{})}
+}
+
+// runStalls tells the batches of the read-ahead that the runs wait for
+// when every run waits for one (want): the tokens may all be held by
+// chunks whose runs wait for those batches, and no token would come
+// back. A run that waits while another runs, or for a batch that will
+// find its tokens, holds nothing beyond the bound.
+type runStalls struct {
+	mu      sync.Mutex
+	running int
+	waiting int
+	waits   map[*aheadBatch]int
+}
+
+func (s *runStalls) start() {
+	s.mu.Lock()
+	s.running++
+	s.mu.Unlock()
+}
+
+func (s *runStalls) end() {
+	s.mu.Lock()
+	s.running--
+	s.check()
+	s.mu.Unlock()
+}
+
+// wait says that a run waits for batch b.
+func (s *runStalls) wait(b *aheadBatch) {
+	s.mu.Lock()
+	s.waiting++
+	s.waits[b]++
+	s.check()
+	s.mu.Unlock()
+}
+
+func (s *runStalls) waited(b *aheadBatch) {
+	s.mu.Lock()
+	s.waiting--
+	if s.waits[b]--; s.waits[b] == 0 {
+		delete(s.waits, b)
+	}
+	s.mu.Unlock()
+}
+
+// check tells the batches waited for if every run waits. Called with
+// mu held.
+func (s *runStalls) check() {
+	if s.waiting > 0 && s.waiting >= s.running {
+		for b := range s.waits {
+			b.want()
+		}
+	}
+}
+
+// want says that the runs wait for the batch, all of them.
+func (b *aheadBatch) want() { b.wantOnce.Do(func() { close(b.wanted) }) }
+
+// pass lets the next batch take its tokens once this one's turn has
+// come, this one taking none.
+func (b *aheadBatch) pass(quit <-chan struct{}) {
+	b.passOnce.Do(func() {
+		go func() {
+			select {
+			case <-b.prev:
+			case <-quit:
+			}
+			close(b.mine)
+		}()
+	})
+}
+
+// admit takes n tokens in the batch's turn and says how many it holds.
+// Once wanted it waits no more, for its turn or for tokens, and takes
+// only the tokens free: the runs may hold all of them, waiting for this
+// batch. An error when quit closed.
+func (b *aheadBatch) admit(n int, tokens chan struct{}, quit <-chan struct{}) (held int, err error) {
+	defer b.pass(quit)
+	wanted := false
+	select {
+	case <-b.prev:
+	case <-b.wanted:
+		wanted = true
+	case <-quit:
+		return 0, errPrefetchStopped
+	}
+	for held < n {
+		if wanted {
+			select {
+			case <-tokens:
+				held++
+				continue
+			default:
+				return held, nil
+			}
+		}
+		select {
+		case <-tokens:
+			held++
+		case <-b.wanted:
+			wanted = true
+		case <-quit:
+			return held, errPrefetchStopped
+		}
+	}
+	return held, nil
+}
+
+// errPrefetchStopped is a read-ahead's read cut short by the job's end
+// (an error elsewhere): no run reads it.
+var errPrefetchStopped = errors.New("the read-ahead stopped")
+
 // prefetch reads ra's batches in order, up to ra.n chunks held ahead:
 // *tokens is set to the channel whose capacity bounds them, a token a
-// chunk (nil: no prefetch). fetch reads a batch and says how many of its
-// chunks need no token. The returned function stops the prefetcher and
+// chunk (nil: no prefetch). fetch reads a batch, taking its tokens by
+// the batch's admit. Where the input takes its tokens as each answer
+// begins to arrive (arrive), up to ra.jobs requests are on their way at
+// once, more than the tokens cover; else ra.n, each with its tokens
+// before it is sent. The returned function stops the prefetcher and
 // waits for it.
-func (r *chunkRun) prefetch(ra *chunkReadAhead, fetch func(ids []int) int, tokens *chan struct{}) (stop func()) {
+func (r *chunkRun) prefetch(ra *chunkReadAhead, arrive bool, fetch func(b *aheadBatch, tokens chan struct{}, quit <-chan struct{}), tokens *chan struct{}) (stop func()) {
 	if ra == nil {
 		return func() {}
 	}
@@ -840,35 +1088,34 @@ func (r *chunkRun) prefetch(ra *chunkReadAhead, fetch func(ids []int) int, token
 	for range n {
 		*tokens <- struct{}{}
 	}
+	workers := n
+	if arrive {
+		workers = max(n, ra.jobs)
+	}
 	quit := make(chan struct{})
-	batches := make(chan []int)
+	batches := make(chan *aheadBatch)
 	var wg sync.WaitGroup
-	wg.Add(n + 1)
+	wg.Add(workers + 1)
 	go func() {
 		defer wg.Done()
 		defer close(batches)
-		for _, b := range ra.batches {
-			for range b {
-				select {
-				case <-*tokens:
-				case <-quit:
-					return
-				}
-			}
+		prev := make(chan struct{})
+		close(prev)
+		for _, ids := range ra.batches {
+			b := newAheadBatch(ids, prev)
 			select {
 			case batches <- b:
 			case <-quit:
 				return
 			}
+			prev = b.mine
 		}
 	}()
-	for range n {
+	for range workers {
 		go func() {
 			defer wg.Done()
-			for ids := range batches {
-				for range fetch(ids) {
-					*tokens <- struct{}{} // the runs read it already
-				}
+			for b := range batches {
+				fetch(b, *tokens, quit)
 			}
 		}()
 	}

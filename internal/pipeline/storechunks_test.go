@@ -238,13 +238,18 @@ func TestChunkRunReadsAhead(t *testing.T) {
 // the plan's whole result.
 func s2dChunkRun(t *testing.T) (*ops.Plan, *chunkRun, *memArray, []byte) {
 	t.Helper()
+	return s2dChunkRunOf(t, []int{1, 2, 16, 16}, []int{1, 1, 4, 4})
+}
+
+// s2dChunkRunOf is s2dChunkRun of float32 shape from input chunks
+// inChunk.
+func s2dChunkRunOf(t *testing.T, shape, inChunk []int) (*ops.Plan, *chunkRun, *memArray, []byte) {
+	t.Helper()
 	req := ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}
-	shape := []int{1, 2, 16, 16}
 	p, err := ops.NewPlan(req, shape, 4, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	inChunk := []int{1, 1, 4, 4}
 	run, ok := newChunkRun(p, inChunk, operatorChunks(p, inChunk))
 	if !ok {
 		t.Fatal("no chunk run")
@@ -523,6 +528,107 @@ func TestChunkRunReleasesRangedChunks(t *testing.T) {
 		}
 		if len(in.late) > 0 {
 			t.Errorf("%d threads: ranges of %v read after their chunks were done with", threads, in.late)
+		}
+	}
+}
+
+// arrivingMem is a batchArray whose batched reads tell when their
+// answer arrives (ReadChunksArriving), held until gate opens: the
+// requests on their way count in sent, and gate opens once want of them
+// are. A run's own batch (ReadChunks) waits for the gate too, so the
+// runs cannot read past it.
+type arrivingMem struct {
+	*batchArray
+	want     int
+	smu      sync.Mutex
+	sent     int
+	gate     chan struct{}
+	open     sync.Once
+	timedOut bool
+}
+
+// wait waits for the gate; after a minute it opens it, and says so.
+func (a *arrivingMem) wait() {
+	select {
+	case <-a.gate:
+	case <-time.After(time.Minute):
+		a.smu.Lock()
+		a.timedOut = true
+		a.smu.Unlock()
+		a.open.Do(func() { close(a.gate) })
+	}
+}
+
+func (a *arrivingMem) ReadChunks(dsts [][]byte, idxs [][]int) error {
+	a.wait()
+	return a.batchArray.ReadChunks(dsts, idxs)
+}
+
+func (a *arrivingMem) ReadChunksArriving(idxs [][]int, arriving func() ([][]byte, error)) error {
+	a.smu.Lock()
+	a.sent++
+	if a.sent == a.want {
+		a.open.Do(func() { close(a.gate) })
+	}
+	a.smu.Unlock()
+	a.wait()
+	dsts, err := arriving()
+	if err != nil {
+		return err
+	}
+	return a.batchArray.ReadChunks(dsts, idxs)
+}
+
+// TestChunkRunRequestsBeforeRoom: from an input that says when a batch's
+// answer arrives, the read-ahead has --io-jobs (Overlap, 4) batch
+// requests on their way at once, of chunks of 256 KiB, while the bound
+// of the chunks held ahead (Overlap: 4) covers one batch (of at most 4):
+// no answer is let in before all 4 are sent, and the run never holds
+// more than the bound and a batch a run waits for. Memory taken for each
+// request as it is sent would hold more.
+func TestChunkRunRequestsBeforeRoom(t *testing.T) {
+	p, run, mem, want := s2dChunkRunOf(t, []int{1, 8, 512, 512}, []int{1, 1, 128, 512})
+	const jobs = 4
+	in := &arrivingMem{
+		batchArray: &batchArray{memArray: &memArray{g: mem.g, data: mem.data, overlap: jobs}},
+		want:       jobs,
+		gate:       make(chan struct{}),
+	}
+	ahead := run.readAhead(in, false, true, 1)
+	if ahead == nil || ahead.n != 4 || ahead.jobs != jobs || len(ahead.batches) < jobs+1 {
+		t.Fatalf("read-ahead %+v: want 4 chunks held ahead, %d requests, more batches than they", ahead, jobs)
+	}
+	put, got := collect(t, "arriving", run, p.Bytes())
+	if err := run.run(in, put, 64, 1, func(int64) {}, func(err error) error { return err }); err != nil {
+		t.Fatal(err)
+	}
+	if in.timedOut {
+		t.Fatalf("a minute and %d batch requests on their way at once, want %d", in.sent, jobs)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("the run differs from the plan's whole run")
+	}
+	if bound := 2 * ahead.n; run.inPeak > bound {
+		t.Errorf("%d input chunks held at once, want at most %d", run.inPeak, bound)
+	}
+	t.Logf("%d batch requests, at most %d chunks held", in.sent, run.inPeak)
+}
+
+// TestChunkRunArrivingPastTheBound: a run that reads more chunks than
+// the read-ahead holds (one run reads all 32 chunks, 4 held ahead) from
+// an input that says when its answers arrive ends with the plan's
+// result, on one thread and on two: the batches the runs wait for take
+// no token when the runs hold them all.
+func TestChunkRunArrivingPastTheBound(t *testing.T) {
+	p, run, mem, want := s2dChunkRun(t)
+	for _, threads := range []int{1, 2} {
+		in := &arrivingMem{batchArray: &batchArray{memArray: &memArray{g: mem.g, data: mem.data, overlap: 4}}, want: 1, gate: make(chan struct{})}
+		put, got := collect(t, "past the bound", run, p.Bytes())
+		if err := run.run(in, put, 64, threads, func(int64) {}, func(err error) error { return err }); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) || in.sent == 0 || in.timedOut {
+			t.Fatalf("%d threads: %d batches read as they arrived, result equal %v", threads, in.sent, bytes.Equal(got, want))
 		}
 	}
 }

@@ -224,8 +224,22 @@ func (r *reader) readSpan(key string, ix *blosc.Index, dst []byte, off int) erro
 // fileio's pool that release hands back where the store can (intoStore):
 // the spans a run reads are then no garbage for the collector.
 func (r *reader) readRange(key string, off, n int64) (b []byte, release func(), err error) {
+	return r.readRangeArriving(key, off, n, nil)
+}
+
+// readRangeArriving is readRange calling arriving (unless nil) once the
+// answer begins to arrive, before a buffer is taken for it
+// (fileio.ReadRangeArriving); not at all when the read fails first.
+func (r *reader) readRangeArriving(key string, off, n int64, arriving func()) (b []byte, release func(), err error) {
 	if into, ok := r.st.(intoStore); ok {
-		b, err = into.ReadRangeInto(key, off, n, fileio.GetBuffer)
+		get := fileio.GetBuffer
+		if arriving != nil {
+			get = func(n int) []byte {
+				arriving()
+				return fileio.GetBuffer(n)
+			}
+		}
+		b, err = into.ReadRangeInto(key, off, n, get)
 		if !errors.Is(err, errors.ErrUnsupported) {
 			if err != nil {
 				if b != nil {
@@ -238,7 +252,11 @@ func (r *reader) readRange(key string, off, n int64) (b []byte, release func(), 
 	}
 	// A place's object: into the body pool where the place reads into
 	// buffers of its own (fileio.ReadRangePooled).
-	b, err = fileio.ReadRangePooled(r.st, key, off, n)
+	if arriving != nil {
+		b, err = fileio.ReadRangeArriving(r.st, key, off, n, arriving)
+	} else {
+		b, err = fileio.ReadRangePooled(r.st, key, off, n)
+	}
 	if err != nil {
 		return nil, func() {}, err
 	}

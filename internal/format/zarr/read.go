@@ -549,8 +549,36 @@ func (r *reader) Coalesces() bool { return r.a.shard != nil }
 // Never more of a shard than the chunks asked for. Safe from several
 // goroutines.
 func (r *reader) ReadChunks(dsts [][]byte, idxs [][]int) error {
+	return r.readChunks(idxs, func() ([][]byte, error) { return dsts, nil })
+}
+
+// ReadChunksArriving is ReadChunks with the destinations, and the right
+// to hold the answer's bytes, given by arriving, called once: when the
+// first answer begins to arrive (its length known, its body not read,
+// fileio.ReadRangeArriving), or before filling a missing chunk. A caller
+// that bounds the bytes it holds waits in arriving while the requests
+// are on their way, so that more of them can be, and their answers wait
+// in the sockets; an error from arriving (the caller stopping) is
+// returned. arriving is not called when reading fails before.
+func (r *reader) ReadChunksArriving(idxs [][]int, arriving func() ([][]byte, error)) error {
+	return r.readChunks(idxs, arriving)
+}
+
+func (r *reader) readChunks(idxs [][]int, arriving func() ([][]byte, error)) error {
 	r.shardsOnce.Do(func() { r.shards = &shardCache{chunks: r.a.Chunks} })
+	var dsts [][]byte
+	var arriveErr error
+	arrived := false
+	arrive := func() {
+		if !arrived {
+			arrived = true
+			dsts, arriveErr = arriving()
+		}
+	}
 	if r.a.shard == nil {
+		if arrive(); arriveErr != nil {
+			return arriveErr
+		}
 		for i, idx := range idxs {
 			if err := r.chunk(dsts[i], idx, r.shards); err != nil {
 				return err
@@ -568,6 +596,9 @@ func (r *reader) ReadChunks(dsts [][]byte, idxs [][]int) error {
 	for i := 0; i < len(ins); {
 		first := ins[i]
 		if first.missing {
+			if arrive(); arriveErr != nil {
+				return arriveErr
+			}
 			fill(dsts[i], r.a.Fill)
 			i++
 			continue
@@ -577,7 +608,11 @@ func (r *reader) ReadChunks(dsts [][]byte, idxs [][]int) error {
 			end += ins[j].n
 			j++
 		}
-		b, release, err := r.readRange(first.key, int64(first.off), int64(end-first.off))
+		b, release, err := r.readRangeArriving(first.key, int64(first.off), int64(end-first.off), arrive)
+		if err == nil && arriveErr != nil {
+			release()
+			return arriveErr
+		}
 		if err != nil {
 			if j-i == 1 {
 				return fmt.Errorf("shard %s: chunk %d: %w", first.key, first.pos, err)

@@ -2,6 +2,7 @@ package zarr
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"path/filepath"
@@ -143,5 +144,47 @@ func TestReadChunksCoalesces(t *testing.T) {
 				t.Errorf("row %d: ReadChunks gave %x, ReadChunk %x", idx[0], dsts[k], want)
 			}
 		}
+	}
+}
+
+// TestReadChunksArriving: ReadChunksArriving decodes into the buffers
+// arriving gives, called once for all the requests of the call (here
+// four, and two chunks filled), and gives ReadChunks' bytes; an error of
+// arriving is the read's.
+func TestReadChunksArriving(t *testing.T) {
+	s := &v3Spec{shape: []int{8, 8}, chunks: []int{4, 8}, inner: []int{1, 8}, dtype: "int32", size: 4,
+		keys: "default", fill: 5, emptyInner: func(q int) bool { return q == 1 }}
+	dir := filepath.Join(t.TempDir(), "s.zarr")
+	s.write(t, dir, fillOf(t, s))
+	r := openReader(t, dir)
+	var idxs [][]int
+	want := make([][]byte, 8)
+	for i := range 8 {
+		idxs = append(idxs, []int{i, 0})
+		want[i] = make([]byte, 32)
+	}
+	if err := r.ReadChunks(want, idxs); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	got := make([][]byte, 8)
+	err := r.ReadChunksArriving(idxs, func() ([][]byte, error) {
+		calls++
+		for i := range got {
+			got[i] = make([]byte, 32)
+		}
+		return got, nil
+	})
+	if err != nil || calls != 1 {
+		t.Fatalf("ReadChunksArriving: %v, arriving called %d times, want once", err, calls)
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Errorf("row %d: %x, ReadChunks %x", i, got[i], want[i])
+		}
+	}
+	stopped := errors.New("stopped")
+	if err := r.ReadChunksArriving(idxs[:1], func() ([][]byte, error) { return nil, stopped }); !errors.Is(err, stopped) {
+		t.Errorf("arriving failing: %v, want its error", err)
 	}
 }
