@@ -44,24 +44,32 @@ func GetBuffer(n int) []byte {
 		SpareP()
 	}
 	pool.Lock()
-	best := -1
-	for i, b := range pool.free {
-		if cap(b) >= n && (best < 0 || cap(b) < cap(pool.free[best])) {
+	b := takeSmallest(&pool.free, func(c int) bool { return c >= n })
+	pool.held -= cap(b)
+	pool.Unlock()
+	if b != nil {
+		return b[:n]
+	}
+	return newBuffer(n)[:n]
+}
+
+// takeSmallest removes from *free the buffer of least capacity among
+// those whose capacity fits, and returns it; nil when none fits. The
+// caller holds the list's lock.
+func takeSmallest(free *[][]byte, fits func(c int) bool) []byte {
+	list, best := *free, -1
+	for i, b := range list {
+		if c := cap(b); fits(c) && (best < 0 || c < cap(list[best])) {
 			best = i
 		}
 	}
-	if best >= 0 {
-		b := pool.free[best]
-		last := len(pool.free) - 1
-		pool.free[best] = pool.free[last]
-		pool.free[last] = nil
-		pool.free = pool.free[:last]
-		pool.held -= cap(b)
-		pool.Unlock()
-		return b[:n]
+	if best < 0 {
+		return nil
 	}
-	pool.Unlock()
-	return newBuffer(n)[:n]
+	b, last := list[best], len(list)-1
+	list[best], list[last] = list[last], nil
+	*free = list[:last]
+	return b
 }
 
 // PutBuffer hands b (from GetBuffer) back; b must not be used after.

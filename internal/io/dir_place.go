@@ -242,23 +242,12 @@ func bodyBuffer(n int) []byte {
 		return make([]byte, n)
 	}
 	bodyFree.Lock()
-	best := -1
-	for i, b := range bodyFree.bufs {
-		if c := cap(b); c >= n && c/2 < n && (best < 0 || c < cap(bodyFree.bufs[best])) {
-			best = i
-		}
-	}
-	if best >= 0 {
-		b := bodyFree.bufs[best]
-		last := len(bodyFree.bufs) - 1
-		bodyFree.bufs[best] = bodyFree.bufs[last]
-		bodyFree.bufs[last] = nil
-		bodyFree.bufs = bodyFree.bufs[:last]
-		bodyFree.bytes -= cap(b)
-		bodyFree.Unlock()
+	b := takeSmallest(&bodyFree.bufs, func(c int) bool { return c >= n && c/2 < n })
+	bodyFree.bytes -= cap(b)
+	bodyFree.Unlock()
+	if b != nil {
 		return b[:n]
 	}
-	bodyFree.Unlock()
 	return make([]byte, n, n+n/8)
 }
 
