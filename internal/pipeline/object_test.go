@@ -320,18 +320,7 @@ func storedNpz(t *testing.T, seed int64, names ...string) []byte {
 // then read back for their CRC-32, so the writer is not told they are
 // written once (a real one would have freed them: "internal error").
 func TestObjectNpzOutputReadsBack(t *testing.T) {
-	dir := t.TempDir()
-	in := filepath.Join(dir, "in.npz")
-	if err := os.WriteFile(in, storedNpz(t, 5, "a.npy", "b.npy"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	local := filepath.Join(dir, "out.npz")
-	opts := Options{Request: ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}, Source: Source{Path: in}, Output: local, Threads: 2}
-	if _, err := Transform(opts); err != nil {
-		t.Fatal(err)
-	}
-	want, _ := os.ReadFile(local)
-	held.reset(-1, -1)
+	opts, want := localNpzRun(t, "in.npz", storedNpz(t, 5, "a.npy", "b.npy"))
 	opts.Output = "held://b/out.npz"
 	if _, err := Transform(opts); err != nil {
 		t.Fatal(err)
@@ -339,6 +328,29 @@ func TestObjectNpzOutputReadsBack(t *testing.T) {
 	if got, _ := held.object(opts.Output); !bytes.Equal(withoutZipTimes(t, got), withoutZipTimes(t, want)) {
 		t.Errorf("the npz object differs from the local run's (%d bytes, want %d)", len(got), len(want))
 	}
+}
+
+// localNpzRun writes the npz input b as a file named name, runs s2d by 2
+// of it to a local npz and returns that output's bytes, with the
+// options (the held place reset) for the object run to compare.
+func localNpzRun(t *testing.T, name string, b []byte) (Options, []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	in := filepath.Join(dir, name)
+	if err := os.WriteFile(in, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	local := filepath.Join(dir, "out.npz")
+	opts := Options{Request: ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}, Source: Source{Path: in}, Output: local, Threads: 2}
+	if _, err := Transform(opts); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held.reset(-1, -1)
+	return opts, want
 }
 
 // withoutZipTimes is a zip file (no comment, no zip64) with every entry's
@@ -369,7 +381,6 @@ func withoutZipTimes(t *testing.T, b []byte) []byte {
 // reader takes such a file): as an object worked on while it arrives,
 // the first member's run must not free bytes the second still reads.
 func TestObjectSharedMemberBytesKept(t *testing.T) {
-	dir := t.TempDir()
 	b := storedNpz(t, 7, "a.npy")
 	// The central directory's one entry again, named b.npy.
 	eocd := b[len(b)-22:]
@@ -382,17 +393,7 @@ func TestObjectSharedMemberBytesKept(t *testing.T) {
 	binary.LittleEndian.PutUint16(end[10:], 2)
 	binary.LittleEndian.PutUint32(end[12:], 2*cdSize)
 	alias = append(alias, end...)
-	in := filepath.Join(dir, "alias.npz")
-	if err := os.WriteFile(in, alias, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	local := filepath.Join(dir, "out.npz")
-	opts := Options{Request: ops.Request{Op: ops.SpaceToDepth, Block: ops.Block{2}}, Source: Source{Path: in}, Output: local, Threads: 2}
-	if _, err := Transform(opts); err != nil {
-		t.Fatal(err)
-	}
-	want, _ := os.ReadFile(local)
-	held.reset(-1, -1)
+	opts, want := localNpzRun(t, "alias.npz", alias)
 	held.mu.Lock()
 	held.objects["held://b/alias.npz"] = alias
 	held.mu.Unlock()
