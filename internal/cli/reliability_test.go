@@ -413,8 +413,8 @@ func testKillMidWrite(t *testing.T, bin string) {
 				if _, err := exec.LookPath("find"); err != nil {
 					t.Skipf("no find(1) to run the documented cleanup: %v", err)
 				}
-				if out, err := exec.Command("find", dir, "-name", ".*.depthspace-*.tmp", "-delete").CombinedOutput(); err != nil {
-					t.Fatalf("find -delete: %v\n%s", err, out)
+				if out, err := exec.Command("find", dir, "-name", ".*.depthspace-*.tmp", "-prune", "-exec", "rm", "-rf", "{}", "+").CombinedOutput(); err != nil {
+					t.Fatalf("find -exec rm: %v\n%s", err, out)
 				}
 				if left := temps(t, dir); len(left) != 0 {
 					t.Errorf("the documented cleanup left %v", left)

@@ -76,6 +76,14 @@ func TestDirOutputKilled(t *testing.T) {
 		if b, _ := os.ReadFile(filepath.Join(dir, left[0], "c", "1")); string(b) != "killed run" {
 			t.Errorf("previous %v: the next run touched the killed run's staging directory", previous)
 		}
+		// The cleanup docs/reliability.md gives removes staging
+		// directories as well as files.
+		if out, err := exec.Command("find", dir, "-name", ".*.depthspace-*.tmp", "-prune", "-exec", "rm", "-rf", "{}", "+").CombinedOutput(); err != nil {
+			t.Fatalf("find -exec rm: %v\n%s", err, out)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 1 || ents[0].Name() != "s.zarr" {
+			t.Errorf("previous %v: after the documented cleanup, %v beside the store", previous, ents)
+		}
 	}
 
 	dir := t.TempDir()
