@@ -1,8 +1,10 @@
 package fileio
 
 import (
+	"math/bits"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Work buffers (a chunk's input and output, a small file's bytes) are
@@ -43,6 +45,11 @@ func GetBuffer(n int) []byte {
 	if n >= spareBytes {
 		SpareP()
 	}
+	if c := heapClass(n); c >= 0 {
+		if p, _ := hot[c].Get().(*byte); p != nil {
+			return unsafe.Slice(p, minBufferBytes<<c)[:n]
+		}
+	}
 	pool.Lock()
 	b := takeSmallest(&pool.free, func(c int) bool { return c >= n })
 	pool.held -= cap(b)
@@ -79,6 +86,10 @@ func PutBuffer(b []byte) {
 	}
 	buffersOut.Add(-1)
 	b = b[:cap(b)]
+	if c := heapClass(cap(b)); c >= 0 && cap(b) == minBufferBytes<<c {
+		hot[c].Put(unsafe.SliceData(b))
+		return
+	}
 	pool.Lock()
 	if pool.held+cap(b) <= poolBytes {
 		pool.free = append(pool.free, b)
@@ -88,6 +99,29 @@ func PutBuffer(b []byte) {
 	}
 	pool.Unlock()
 	releaseBuffer(b)
+}
+
+// hot keeps the heap buffers of each size class handed back, per
+// processor (sync.Pool): the next GetBuffer on the same processor takes
+// the buffer it last handed back, still in that core's cache, and no
+// lock is shared with the other workers. A batch of small files takes
+// and hands back two buffers a file; from one shared list they moved
+// between the cores' caches with every file.
+var hot [heapClasses]sync.Pool
+
+// heapClasses is the number of size classes kept in hot: 64 KiB to
+// 512 KiB, all of them heap buffers (newBuffer maps from 1 MiB).
+const heapClasses = 4
+
+// heapClass is the class in hot of a buffer of n bytes, -1 for none.
+func heapClass(n int) int {
+	if n > minBufferBytes<<(heapClasses-1) {
+		return -1
+	}
+	if n <= minBufferBytes {
+		return 0
+	}
+	return bits.Len(uint(n-1)) - bits.Len(uint(minBufferBytes-1))
 }
 
 // heapBuffer is a buffer from the Go heap, rounded up to a size class.

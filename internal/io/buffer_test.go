@@ -117,3 +117,41 @@ func TestOpenSmallFileReadWhole(t *testing.T) {
 		}
 	}
 }
+
+// Heap buffers of 64 KiB to 512 KiB are kept per processor, by size
+// class, and handed out again from there; a mapped buffer (1 MiB and
+// more) never is, since only releaseBuffer may free it.
+func TestBufferHotClasses(t *testing.T) {
+	for _, c := range []struct{ n, class int }{
+		{1, 0}, {minBufferBytes, 0}, {minBufferBytes + 1, 1}, {128 << 10, 1},
+		{128<<10 + 1, 2}, {256 << 10, 2}, {300 << 10, 3}, {512 << 10, 3},
+		{512<<10 + 1, -1}, {1 << 20, -1}, {5 << 20, -1},
+	} {
+		if got := heapClass(c.n); got != c.class {
+			t.Errorf("heapClass(%d) = %d, want %d", c.n, got, c.class)
+		}
+	}
+	resetPool()
+	defer resetPool()
+	for _, n := range []int{48<<10 + 128, 100 << 10, 200 << 10, 400 << 10} {
+		b := GetBuffer(n)
+		if len(b) != n || cap(b) != minBufferBytes<<heapClass(n) {
+			t.Fatalf("GetBuffer(%d): len %d cap %d", n, len(b), cap(b))
+		}
+		PutBuffer(b)
+		pool.Lock()
+		held := pool.held
+		pool.Unlock()
+		if held != 0 {
+			t.Errorf("a %d-byte heap buffer went to the shared list (%d bytes held), not to its class", n, held)
+		}
+	}
+	m := GetBuffer(1 << 20)
+	PutBuffer(m)
+	pool.Lock()
+	held := pool.held
+	pool.Unlock()
+	if held != cap(m) {
+		t.Errorf("a mapped buffer of %d bytes handed back: the shared list holds %d bytes", cap(m), held)
+	}
+}
