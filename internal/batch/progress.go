@@ -156,6 +156,11 @@ func (r *reporter) partial(n int64) {
 // fileDone counts one finished file of size input bytes, of which counted
 // were already shown by partial.
 func (r *reporter) fileDone(size, counted int64, failed bool) {
+	if r.mode == ProgressNone {
+		// Nothing shows the counts, and the lock is the workers'
+		// only meeting a file besides taking it and reporting it.
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.files++

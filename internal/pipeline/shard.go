@@ -38,8 +38,9 @@ func shardKind(opts Options) format.Kind {
 		return isShard(opts.From)
 	case opts.Path == "-":
 		return "" // a piped shard needs --from
-	case format.KindByExtension(opts.Path) != "":
-		return isShard(format.KindByExtension(opts.Path))
+	}
+	if k := format.KindByExtension(opts.Path); k != "" {
+		return isShard(k)
 	}
 	// Only a regular file is sniffed here: reading a pipe named by a path
 	// (<(cmd), /dev/stdin, a FIFO) would take bytes the job then lacks,

@@ -152,13 +152,15 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 	var err error
 	t := ts[0]
 	to := outputKind(opts.To, opts.Output, t.Kind)
-	if f := format.Lookup(to); f != nil && f.Shard != nil {
-		return nil, pathErr(opts.Path, fmt.Errorf("a %s output is made from %s (its members worked on); %s", f.Kind, f.Noun, f.Shard.Making))
+	tf := format.Lookup(to)
+	if tf != nil && tf.Shard != nil {
+		return nil, pathErr(opts.Path, fmt.Errorf("a %s output is made from %s (its members worked on); %s", tf.Kind, tf.Noun, tf.Shard.Making))
 	}
+	container := tf != nil && tf.Container
 	if len(opts.Members) > 0 && len(ts) == 1 && !t.member {
 		return nil, pathErr(opts.Path, fmt.Errorf("--member picks members of a container input (%s); this is one %s tensor", strings.Join(format.Names(format.IsContainerFormat), ", "), t.Kind))
 	}
-	if len(opts.Members) > 0 && !format.IsContainer(to) {
+	if len(opts.Members) > 0 && !container {
 		// One member out of a container, into a single-tensor format.
 		var picked []*Tensor
 		var names []string
@@ -173,7 +175,7 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 		}
 		ts, t = picked, picked[0]
 	}
-	if format.IsContainer(to) || len(ts) > 1 {
+	if container || len(ts) > 1 {
 		return transformMembers(opts, ts, to)
 	}
 	if len(opts.Rename) > 0 {
@@ -186,8 +188,8 @@ func transformTensors(opts Options, ts []*Tensor) (*Result, error) {
 	if err := checkOutput(opts, to); err != nil {
 		return nil, err
 	}
-	if f := format.Lookup(to); f != nil && f.CanWrite != nil {
-		if err := f.CanWrite(format.Header{DType: t.DType, Shape: plan.Out}); err != nil {
+	if tf != nil && tf.CanWrite != nil {
+		if err := tf.CanWrite(format.Header{DType: t.DType, Shape: plan.Out}); err != nil {
 			return nil, pathErr(displayName(opts.Output), err)
 		}
 	}
