@@ -216,34 +216,19 @@ func Run(opts Options) (*Summary, error) {
 			defer wg.Done()
 			wk := newWorker(r.opts.Job.Planner)
 			for {
-				it, i, w, skip, ok := r.take()
+				it, i, w, skip, ok := r.takeRun(&wk.after)
 				if !ok {
 					return
 				}
-				switch {
-				case it.err != nil:
-					r.release(w) // none taken (take), given back all the same
-					r.finish(i, it.size, Record{Input: it.input, Output: it.output, Status: StatusFailed}, it.err, 0)
-					continue
-				case skip || opts.SkipExisting && exists(it.output):
-					r.release(w)
-					r.finish(i, it.size, Record{Input: it.input, Output: it.output, Status: StatusSkipped}, nil, 0)
-					continue
+				wk.done = append(wk.done[:0], r.one(it, w, skip, wk))
+				for _, it := range wk.after {
+					wk.done = append(wk.done, r.one(it, 1, false, wk))
 				}
-				// The bytes already shown as progress, for a file of a
-				// chunk or more; a smaller one shows when it is done
-				// (a counter a file was an allocation a file).
-				var counted *atomic.Int64
-				if it.size >= pipeline.DefaultChunkBytes {
-					counted = new(atomic.Int64)
-				}
-				rec, err := r.transform(it, w, counted, wk)
+				clear(wk.after)
+				wk.after = wk.after[:0]
 				r.release(w)
-				shown := int64(0)
-				if counted != nil {
-					shown = min(counted.Load(), it.size)
-				}
-				r.finish(i, it.size, rec, err, shown)
+				r.finishRun(i, wk.done)
+				clear(wk.done)
 			}
 		}()
 	}
@@ -260,6 +245,38 @@ func Run(opts Options) (*Summary, error) {
 		return s, fmt.Errorf("--json: a record could not be written: %w", r.jsonErr)
 	}
 	return s, nil
+}
+
+// one runs item it on threads threads (skip: --skip-existing skips it
+// without a look) and gives its outcome.
+func (r *runner) one(it item, threads int, skip bool, wk *worker) outcome {
+	switch {
+	case it.err != nil:
+		return outcome{size: it.size, rec: Record{Input: it.input, Output: it.output, Status: StatusFailed}, err: it.err}
+	case skip || r.opts.SkipExisting && exists(it.output):
+		return outcome{size: it.size, rec: Record{Input: it.input, Output: it.output, Status: StatusSkipped}}
+	}
+	// The bytes already shown as progress, for a file of a chunk or
+	// more; a smaller one shows when it is done (a counter a file was an
+	// allocation a file).
+	var counted *atomic.Int64
+	if it.size >= pipeline.DefaultChunkBytes {
+		counted = new(atomic.Int64)
+	}
+	rec, err := r.transform(it, threads, counted, wk)
+	shown := int64(0)
+	if counted != nil {
+		shown = min(counted.Load(), it.size)
+	}
+	return outcome{size: it.size, shown: shown, rec: rec, err: err}
+}
+
+// outcome is how a file went: its record (and error), its size and the
+// bytes of it its progress already showed.
+type outcome struct {
+	size, shown int64
+	rec         Record
+	err         error
 }
 
 // threadsFor is a file's share of -j: one thread per chunk of the
@@ -319,12 +336,26 @@ func (r *runner) made(dir string) bool {
 	return ok
 }
 
-// take gives a worker the next file and its share of the threads, once
-// that share is free (none for a walk error, nor for a file that would
-// wait and that --skip-existing skips, which skip says): files start in list order (a file needing every
-// thread is not overtaken by the small ones after it). Small files, one
-// thread each, are taken without waiting.
-func (r *runner) take() (it item, i, threads int, skip, ok bool) {
+// runLen is the most files a worker takes at once: small files of one
+// thread each, in a row, that the walk has already handed over. The
+// workers then meet at the batch's locks once a run rather than three
+// times a file (on two cores each meeting moved the locks' and the
+// next item's cache lines from one core to the other).
+const runLen = 16
+
+// takeRun gives a worker the next file and its share of the threads,
+// once that share is free (none for a walk error, nor for a file that
+// would wait and that --skip-existing skips, which skip says): files
+// start in list order (a file needing every thread is not overtaken by
+// the small ones after it). Small files, one thread each, are taken
+// without waiting.
+//
+// When the file taken is a small one (one thread, not skipped), the
+// small files after it are taken too, up to runLen in all, into *after:
+// items i+1, i+2, … in order, to be run one after another on the thread
+// taken. A file needing more threads ends the run and is the next one
+// taken. A nil after takes one file.
+func (r *runner) takeRun(after *[]item) (it item, i, threads int, skip, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for {
@@ -376,6 +407,22 @@ func (r *runner) take() (it item, i, threads int, skip, ok bool) {
 	r.head, r.hasHead = item{}, false
 	r.turn++
 	r.free -= threads
+	if after != nil && threads == 1 && !skip {
+		// Nobody is fetching: the next item is fetched only when
+		// there is no head, and there was one.
+		for len(*after) < runLen-1 {
+			next, ready := r.q.ready()
+			if !ready {
+				break
+			}
+			if next.err == nil && threadsFor(next.size, r.threads) != 1 {
+				r.head, r.hasHead = next, true
+				break
+			}
+			*after = append(*after, next)
+			r.turn++
+		}
+	}
 	return it, i, threads, skip, true
 }
 
@@ -398,6 +445,10 @@ type worker struct {
 	// reuse is where its files, one after another, keep their
 	// bookkeeping (pipeline.Options.Reuse).
 	reuse pipeline.Reuse
+	// after holds the files taken with its last (takeRun), done the
+	// outcomes of that run.
+	after []item
+	done  []outcome
 	// dir is the output directory of its last file, made. The next
 	// file's is usually the same (the walk gives a directory's files
 	// in a row) and is then known by a compare, without filepath.Dir's
@@ -493,15 +544,17 @@ func (r *runner) transform(it item, threads int, counted *atomic.Int64, w *worke
 	return rec, nil
 }
 
-// finish records item i's outcome (a file of size bytes) and prints
-// every record that is now next in order; counted is what its progress
-// already showed.
-func (r *runner) finish(i int, size int64, rec Record, err error, counted int64) {
-	if err != nil {
-		rec.Status = StatusFailed
-		rec.Error = errorText(err, rec.Input)
+// finishRun records the outcomes of items first, first+1, … and prints
+// every record that is now next in order.
+func (r *runner) finishRun(first int, run []outcome) {
+	for k := range run {
+		o := &run[k]
+		if o.err != nil {
+			o.rec.Status = StatusFailed
+			o.rec.Error = errorText(o.err, o.rec.Input)
+		}
+		r.rep.fileDone(o.size, o.shown, o.rec.Status == StatusFailed)
 	}
-	r.rep.fileDone(size, counted, rec.Status == StatusFailed)
 	r.out.Lock()
 	defer r.out.Unlock()
 	if r.ahead == 0 {
@@ -509,18 +562,24 @@ func (r *runner) finish(i int, size int64, rec Record, err error, counted int64)
 	}
 	// The file next in order is another worker's, running: it does not
 	// wait here, so neither waits for ever.
-	for i-r.next >= r.ahead {
+	for first-r.next >= r.ahead {
 		r.holds++
 		r.held.Wait()
 		r.holds--
 	}
-	if k := i - r.next; k != 0 {
-		*r.slot(k) = finished{rec, err, true}
+	for k := len(run) - 1; k > 0; k-- {
+		if d := first + k - r.next; d != 0 {
+			*r.slot(d) = finished{run[k].rec, run[k].err, true}
+		}
+	}
+	if first != r.next {
+		*r.slot(first - r.next) = finished{run[0].rec, run[0].err, true}
 		return
 	}
 	if r.holds > 0 {
 		defer r.held.Broadcast()
 	}
+	rec, err := run[0].rec, run[0].err
 	for {
 		r.report(rec, err)
 		r.next++
@@ -710,6 +769,23 @@ func (s *stream) next() (item, bool) {
 	s.cur[0] = item{}
 	s.cur = s.cur[1:]
 	return it, true
+}
+
+// ready is next's item when the walk has handed it over already, without
+// waiting for the walk; false when it has not.
+func (s *stream) ready() (item, bool) {
+	if len(s.cur) == 0 {
+		select {
+		case b, ok := <-s.batches:
+			if !ok {
+				return item{}, false
+			}
+			s.cur = b
+		default:
+			return item{}, false
+		}
+	}
+	return s.next()
 }
 
 // stop ends the walk early (the batch returned before taking every item)

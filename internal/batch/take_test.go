@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/depthspace/depthspace/internal/pipeline"
 )
 
 // A walk error taken by a worker that waited for a big file before it
@@ -192,4 +194,90 @@ func queueOf(items []item) *stream {
 	close(s.batches)
 	close(s.done)
 	return s
+}
+
+// take is one file, as the tests take them.
+func (r *runner) take() (it item, i, threads int, skip, ok bool) { return r.takeRun(nil) }
+
+// finish records one file's outcome, as the tests finish them.
+func (r *runner) finish(i int, size int64, rec Record, err error, counted int64) {
+	r.finishRun(i, []outcome{{size: size, shown: counted, rec: rec, err: err}})
+}
+
+// A small file is taken with the small files after it that the walk has
+// handed over, walk errors among them, up to runLen in all; a file
+// needing more threads ends the run and is the next one taken, alone. At
+// -j 1 every file is one thread's, big ones too.
+func TestTakeRunTakesSmallFilesInARow(t *testing.T) {
+	big := int64(2 * pipeline.DefaultChunkBytes)
+	items := []item{{size: 1}, {size: 2}, {err: errors.New("walk error")}, {size: 3}, {size: big}}
+	for range 40 {
+		items = append(items, item{size: 10})
+	}
+	for _, c := range []struct {
+		threads int
+		runs    [][2]int // first item, run length
+	}{
+		{2, [][2]int{{0, 4}, {4, 1}, {5, runLen}, {5 + runLen, runLen}, {5 + 2*runLen, 45 - 5 - 2*runLen}}},
+		{1, [][2]int{{0, runLen}, {runLen, runLen}, {2 * runLen, 45 - 2*runLen}}},
+	} {
+		r := &runner{threads: c.threads, free: c.threads}
+		r.cond = sync.NewCond(&r.mu)
+		r.q = queueOf(slices.Clone(items))
+		var after []item
+		for _, want := range c.runs {
+			it, i, w, skip, ok := r.takeRun(&after)
+			if !ok || skip || i != want[0] || 1+len(after) != want[1] {
+				t.Fatalf("-j %d: took item %d (ok %v, skip %v) and %d after it; want item %d and %d", c.threads, i, ok, skip, len(after), want[0], want[1]-1)
+			}
+			if it.size != items[i].size || it.err != items[i].err {
+				t.Errorf("-j %d: item %d is %+v, want %+v", c.threads, i, it, items[i])
+			}
+			for k, a := range after {
+				if a.size != items[i+1+k].size || a.err != items[i+1+k].err {
+					t.Errorf("-j %d: item %d of the run is %+v, want %+v", c.threads, i+1+k, a, items[i+1+k])
+				}
+			}
+			if want := threadsFor(it.size, c.threads); w != want {
+				t.Errorf("-j %d: item %d took %d threads, want %d", c.threads, i, w, want)
+			}
+			after = after[:0]
+			r.release(w)
+		}
+		if _, _, _, _, ok := r.takeRun(&after); ok || r.free != c.threads {
+			t.Errorf("-j %d: a file after the last, or %d threads free", c.threads, r.free)
+		}
+	}
+}
+
+// Runs of files finishing in any order give their records in list order,
+// and keep none once printed.
+func TestFinishRunPrintsInOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 50 {
+		n := 1 + rng.IntN(120)
+		var runs [][2]int
+		for first := 0; first < n; {
+			l := min(n-first, 1+rng.IntN(runLen))
+			runs = append(runs, [2]int{first, l})
+			first += l
+		}
+		rng.Shuffle(len(runs), func(a, b int) { runs[a], runs[b] = runs[b], runs[a] })
+		var out bytes.Buffer
+		r := &runner{opts: Options{JSON: &out}, rep: newReporter(io.Discard, ProgressNone, 0, n, 0)}
+		for _, run := range runs {
+			var outs []outcome
+			for i := run[0]; i < run[0]+run[1]; i++ {
+				outs = append(outs, outcome{rec: Record{Input: fmt.Sprint(i), Status: StatusOK}})
+			}
+			r.finishRun(run[0], outs)
+		}
+		var want []string
+		for i := range n {
+			want = append(want, fmt.Sprint(i))
+		}
+		if got := recordInputs(t, &out); !slices.Equal(got, want) || keptRecords(r) != 0 || r.done != n {
+			t.Fatalf("runs %v: records %v, %d kept, %d done; want 0..%d in order", runs, got, keptRecords(r), r.done, n-1)
+		}
+	}
 }

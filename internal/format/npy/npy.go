@@ -171,18 +171,17 @@ type knownHeader struct {
 // sameHeader is numpyHeader(text), read again only when text is not the
 // text it read last: the files of a batch mostly share one header, and
 // comparing it costs a fraction of reading it (a descr looked up, the
-// dimensions counted and parsed). The shape returned is the caller's own.
+// dimensions counted and parsed). A shape read again is the last one's,
+// shared: shapes are never written once read, and its capacity is its
+// length, so an append copies it.
 func sameHeader(text []byte) (format.Header, bool) {
 	if k := lastHeader.Load(); k != nil && k.text == string(text) {
-		h := k.h
-		h.Shape = make([]int, len(k.h.Shape))
-		copy(h.Shape, k.h.Shape)
-		return h, true
+		return k.h, true
 	}
 	h, ok := numpyHeader(text)
 	if ok {
 		k := &knownHeader{text: string(text), h: h}
-		k.h.Shape = slices.Clone(h.Shape)
+		k.h.Shape = slices.Clip(slices.Clone(h.Shape))
 		lastHeader.Store(k)
 	}
 	return h, ok
