@@ -211,15 +211,16 @@ func (r *runner) finish(i int, size int64, rec Record, err error, counted int64)
 func TestTakeRunTakesSmallFilesInARow(t *testing.T) {
 	big := int64(2 * pipeline.DefaultChunkBytes)
 	items := []item{{size: 1}, {size: 2}, {err: errors.New("walk error")}, {size: 3}, {size: big}}
-	for range 40 {
+	for range 2*runLen + 5 {
 		items = append(items, item{size: 10})
 	}
+	n := len(items)
 	for _, c := range []struct {
 		threads int
 		runs    [][2]int // first item, run length
 	}{
-		{2, [][2]int{{0, 4}, {4, 1}, {5, runLen}, {5 + runLen, runLen}, {5 + 2*runLen, 45 - 5 - 2*runLen}}},
-		{1, [][2]int{{0, runLen}, {runLen, runLen}, {2 * runLen, 45 - 2*runLen}}},
+		{2, [][2]int{{0, 4}, {4, 1}, {5, runLen}, {5 + runLen, runLen}, {5 + 2*runLen, n - 5 - 2*runLen}}},
+		{1, [][2]int{{0, runLen}, {runLen, runLen}, {2 * runLen, n - 2*runLen}}},
 	} {
 		r := &runner{threads: c.threads, free: c.threads}
 		r.cond = sync.NewCond(&r.mu)
@@ -247,6 +248,27 @@ func TestTakeRunTakesSmallFilesInARow(t *testing.T) {
 		if _, _, _, _, ok := r.takeRun(&after); ok || r.free != c.threads {
 			t.Errorf("-j %d: a file after the last, or %d threads free", c.threads, r.free)
 		}
+	}
+}
+
+// A run ends where the output directory changes: the next file starts
+// the next run. Paths without a directory are all in the current one.
+func TestTakeRunEndsAtDirectory(t *testing.T) {
+	var items []item
+	for _, o := range []string{"o/a/1", "o/a/2", "o/a/3", "o/b/1", "o/b/2", "o/ab/1", "o/a/4", "x", "y"} {
+		items = append(items, item{size: 1, output: filepath.FromSlash(o)})
+	}
+	r := &runner{threads: 2, free: 2}
+	r.cond = sync.NewCond(&r.mu)
+	r.q = queueOf(items)
+	var after []item
+	for _, want := range [][2]int{{0, 3}, {3, 2}, {5, 1}, {6, 1}, {7, 2}} {
+		_, i, w, _, ok := r.takeRun(&after)
+		if !ok || i != want[0] || 1+len(after) != want[1] {
+			t.Fatalf("took item %d (ok %v) and %d after it; want item %d and %d", i, ok, len(after), want[0], want[1]-1)
+		}
+		after = after[:0]
+		r.release(w)
 	}
 }
 
