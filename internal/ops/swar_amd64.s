@@ -14,13 +14,14 @@
 // kernels. X7 holds 0x00ff in every 16-bit lane for the byte kernels.
 //
 // The AVX2 variants run the SSE2 body on both 128-bit lanes of YMM
-// registers: the de-interleaves load the next 16-byte block of each input
-// pair into the upper lane (VINSERTI128), the interleaves store the upper
-// lane after the lower one's output (VEXTRACTI128), so no instruction
-// crosses lanes. They take n a multiple of 16 too: a last 16-byte output
-// row is done with the same body on XMM registers (VEX-encoded, as mixing
-// legacy SSE with dirty upper halves costs a transition), and they end
-// with VZEROUPPER for the same reason.
+// registers: the de-interleaves load the next block of input into the
+// upper lane (VINSERTI128), so their results need no lane crossing; the
+// interleaves' upper lanes hold the output of the next 16 bytes of each
+// row, which VPERM2I128 gathers two registers at a time for 32-byte
+// stores. They take n a multiple of 16 too: when n is an odd number of
+// 16-byte blocks, the last is done with the same body on XMM registers
+// (VEX-encoded, as mixing legacy SSE with dirty upper halves costs a
+// transition), and they end with VZEROUPPER for the same reason.
 //
 // The NT variants store with MOVNTDQ (16-byte aligned destinations, which
 // the wrappers check) and end with SFENCE, so their stores are visible
@@ -881,10 +882,10 @@ inter1x2avxloop:
 	VMOVDQA Y0, Y2
 	VPUNPCKLBW Y1, Y0, Y0
 	VPUNPCKHBW Y1, Y2, Y2
-	VMOVDQU X0, (BX)
-	VEXTRACTI128 $1, Y0, 32(BX)
-	VMOVDQU X2, 16(BX)
-	VEXTRACTI128 $1, Y2, 48(BX)
+	VPERM2I128 $0x20, Y2, Y0, Y8
+	VMOVDQU Y8, (BX)
+	VPERM2I128 $0x31, Y2, Y0, Y9
+	VMOVDQU Y9, 32(BX)
 	ADDQ $64, BX
 	ADDQ $32, AX
 	CMPQ AX, SI
@@ -1065,14 +1066,14 @@ inter1x4avxloop:
 	VMOVDQA Y4, Y1
 	VPUNPCKLWD Y5, Y4, Y4 // groups 8-11
 	VPUNPCKHWD Y5, Y1, Y1 // groups 12-15
-	VMOVDQU X0, (BX)
-	VEXTRACTI128 $1, Y0, 64(BX)
-	VMOVDQU X6, 16(BX)
-	VEXTRACTI128 $1, Y6, 80(BX)
-	VMOVDQU X4, 32(BX)
-	VEXTRACTI128 $1, Y4, 96(BX)
-	VMOVDQU X1, 48(BX)
-	VEXTRACTI128 $1, Y1, 112(BX)
+	VPERM2I128 $0x20, Y6, Y0, Y8
+	VMOVDQU Y8, (BX)
+	VPERM2I128 $0x31, Y6, Y0, Y9
+	VMOVDQU Y9, 64(BX)
+	VPERM2I128 $0x20, Y1, Y4, Y8
+	VMOVDQU Y8, 32(BX)
+	VPERM2I128 $0x31, Y1, Y4, Y9
+	VMOVDQU Y9, 96(BX)
 	ADDQ $128, BX
 	ADDQ $32, AX
 	CMPQ AX, SI
@@ -1219,10 +1220,10 @@ inter2x2avxloop:
 	VMOVDQA Y0, Y2
 	VPUNPCKLWD Y1, Y0, Y0
 	VPUNPCKHWD Y1, Y2, Y2
-	VMOVDQU X0, (BX)
-	VEXTRACTI128 $1, Y0, 32(BX)
-	VMOVDQU X2, 16(BX)
-	VEXTRACTI128 $1, Y2, 48(BX)
+	VPERM2I128 $0x20, Y2, Y0, Y8
+	VMOVDQU Y8, (BX)
+	VPERM2I128 $0x31, Y2, Y0, Y9
+	VMOVDQU Y9, 32(BX)
 	ADDQ $64, BX
 	ADDQ $32, AX
 	CMPQ AX, SI
@@ -1350,12 +1351,12 @@ inter4x2avxloop:
 	VMOVDQU (R8)(AX*1), Y0
 	VMOVDQU (R9)(AX*1), Y1
 	VMOVDQA Y0, Y2
-	VUNPCKLPS Y1, Y0, Y0
-	VUNPCKHPS Y1, Y2, Y2
-	VMOVDQU X0, (BX)
-	VEXTRACTI128 $1, Y0, 32(BX)
-	VMOVDQU X2, 16(BX)
-	VEXTRACTI128 $1, Y2, 48(BX)
+	VPUNPCKLDQ Y1, Y0, Y0
+	VPUNPCKHDQ Y1, Y2, Y2
+	VPERM2I128 $0x20, Y2, Y0, Y8
+	VMOVDQU Y8, (BX)
+	VPERM2I128 $0x31, Y2, Y0, Y9
+	VMOVDQU Y9, 32(BX)
 	ADDQ $64, BX
 	ADDQ $32, AX
 	CMPQ AX, SI
@@ -1366,8 +1367,8 @@ inter4x2avxhalf:
 	VMOVDQU (R8)(AX*1), X0
 	VMOVDQU (R9)(AX*1), X1
 	VMOVDQA X0, X2
-	VUNPCKLPS X1, X0, X0
-	VUNPCKHPS X1, X2, X2
+	VPUNPCKLDQ X1, X0, X0
+	VPUNPCKHDQ X1, X2, X2
 	VMOVDQU X0, (BX)
 	VMOVDQU X2, 16(BX)
 inter4x2avxnext:
