@@ -55,9 +55,17 @@ def deint(name, nrows, body, srcbytes, comment, mask=False, isa='SSE2'):
         out += ['\tPCMPEQW X7, X7', '\tPSRLW $8, X7']
     lbl = label(name)
     out += [f'{lbl}group:', '\tMOVQ 24(R12), R11', f'{lbl}tile:', '\tMOVQ SI, BX']
-    out += steps(lbl, isa, body, srcbytes, 'R13',
-                 lambda mem, x: [f'VMOVDQU {mem}, {x}', f'VINSERTI128 $1, {moved(mem, srcbytes)}, {ymm(x)}, {ymm(x)}'],
-                 lambda x, mem: [f'VMOVDQU {ymm(x)}, {mem}'])
+    if srcbytes == 32:
+        # One round of packing: whole 32-byte loads, each lane packs its
+        # half of two loads, and VPERMQ puts the four 8-byte results in order.
+        load = lambda mem, x: [f'VMOVDQU {moved(mem, offset(mem))}, {ymm(x)}']
+        store = lambda x, mem: [f'VPERMQ $0xD8, {ymm(x)}, {ymm(x)}', f'VMOVDQU {ymm(x)}, {mem}']
+    else:
+        # Two rounds: the upper lanes load the next srcbytes of input, so
+        # that each lane's result is a contiguous 16 bytes of the row.
+        load = lambda mem, x: [f'VMOVDQU {mem}, {x}', f'VINSERTI128 $1, {moved(mem, srcbytes)}, {ymm(x)}, {ymm(x)}']
+        store = lambda x, mem: [f'VMOVDQU {ymm(x)}, {mem}']
+    out += steps(lbl, isa, body, srcbytes, 'R13', load, store)
     out += [f'\tADDQ 32(R12), {r}' for r in regs]
     out += ['\tADDQ 40(R12), SI', '\tDECQ R11', f'\tJNZ {lbl}tile']
     out += [f'\tADDQ 8(R12), {r}' for r in regs]
@@ -81,7 +89,7 @@ def inter(name, nrows, body, dstbytes, comment, isa='SSE2'):
     out += [f'{lbl}group:', '\tMOVQ 24(R12), R11', f'{lbl}tile:', '\tMOVQ DI, BX']
     out += steps(lbl, isa, body, dstbytes, 'SI',
                  lambda mem, x: [f'VMOVDQU {mem}, {ymm(x)}'],
-                 pairstores(dstbytes))
+                 pairstores(dstbytes), inorder)
     out += ['\tADDQ 32(R12), DI'] + [f'\tADDQ 40(R12), {r}' for r in regs]
     out += ['\tDECQ R11', f'\tJNZ {lbl}tile']
     out += ['\tADDQ 8(R12), DI'] + [f'\tADDQ 16(R12), {r}' for r in regs]
@@ -92,8 +100,10 @@ def pairstores(dstbytes):
     """The stores of an interleave's wide body, taken two at a time (the
     body stores 16-byte rows k and k+16): VPERM2I128 joins their lower
     lanes, output bytes k to k+32, and their upper lanes, k+dstbytes on,
-    for two 32-byte stores where four 16-byte ones would do."""
-    pending = []
+    for two 32-byte stores where four 16-byte ones would do. Pair p uses
+    Y8+2p and Y9+2p, so that inorder() can move the stores after all the
+    VPERM2I128s."""
+    pending, pairs = [], []
 
     def store(x, mem):
         if not pending:
@@ -102,9 +112,20 @@ def pairstores(dstbytes):
         (a, at), = pending
         pending.clear()
         assert mem == moved(at, 16), (at, mem)
-        return [f'VPERM2I128 $0x20, {ymm(x)}, {ymm(a)}, Y8', f'VMOVDQU Y8, {at}',
-                f'VPERM2I128 $0x31, {ymm(x)}, {ymm(a)}, Y9', f'VMOVDQU Y9, {moved(at, dstbytes)}']
+        lo, hi = f'Y{8 + 2 * len(pairs)}', f'Y{9 + 2 * len(pairs)}'
+        pairs.append(at)
+        return [f'VPERM2I128 $0x20, {ymm(x)}, {ymm(a)}, {lo}', f'VMOVDQU {lo}, {at}',
+                f'VPERM2I128 $0x31, {ymm(x)}, {ymm(a)}, {hi}', f'VMOVDQU {hi}, {moved(at, dstbytes)}']
     return store
+
+def inorder(body):
+    """The wide interleave body with its 32-byte stores last, in address
+    order: a 4-row interleave ran faster so than storing each pair of
+    registers as it was ready (BenchmarkVectorKernels/inter1x4/32Bx384)."""
+    lines = body.split('\n')
+    stores = [l for l in lines if l.startswith('VMOVDQU Y') and l.endswith('(BX)')]
+    rest = [l for l in lines if l not in stores]
+    return '\n'.join(rest + sorted(stores, key=lambda l: offset(l.split(', ')[1])))
 
 def label(name):
     return name.replace('SSE2', '').replace('AVX2', 'avx')
@@ -114,16 +135,17 @@ def ending(isa):
     clear the upper halves of the YMM registers for the SSE code after."""
     return {'NT': ['\tSFENCE'], 'AVX2': ['\tVZEROUPPER']}.get(isa, []) + ['\tRET', '']
 
-def steps(lbl, isa, body, step, whole, wideload, widestore):
+def steps(lbl, isa, body, step, whole, wideload, widestore, arrange=lambda body: body):
     """One tile's loop: the body, BX advancing by step per 16 bytes of each
     row. For AVX2 the body made wide (wideload and widestore move the upper
-    lanes) while a 32-byte block is left (register whole holds n rounded
-    down to 32), then the body on XMM registers once if 16 bytes are left."""
+    lanes, arrange may reorder it) while a 32-byte block is left (register
+    whole holds n rounded down to 32), then the body on XMM registers once
+    if 16 bytes are left."""
     if isa != 'AVX2':
         out = ['\tXORQ AX, AX', f'{lbl}loop:']
         out += ['\t' + l for l in variant(body, isa == 'NT').strip().split('\n')]
         return out + [f'\tADDQ ${step}, BX', '\tADDQ $16, AX', '\tCMPQ AX, CX', f'\tJB {lbl}loop']
-    wide = avx(body, True, wideload, widestore)
+    wide = arrange(avx(body, True, wideload, widestore))
     narrow = avx(body, False, lambda mem, x: [f'VMOVDQU {mem}, {x}'], lambda x, mem: [f'VMOVDQU {x}, {mem}'])
     out = ['\tXORQ AX, AX', f'\tCMPQ AX, {whole}', f'\tJAE {lbl}half', f'{lbl}loop:']
     out += ['\t' + l for l in wide.split('\n')]
@@ -152,6 +174,10 @@ VEX = {'PAND': 'VPAND', 'PACKUSWB': 'VPACKUSWB', 'PSRLW': 'VPSRLW', 'PSLLL': 'VP
 
 def ymm(x):
     return 'Y' + x[1:] if re.fullmatch(r'X\d+', x) else x
+
+def offset(mem):
+    """The displacement of the memory operand mem (k(R) or k(R)(I*1))."""
+    return int(re.match(r'-?\d*', mem).group(0) or 0)
 
 def moved(mem, by):
     """The memory operand mem (k(R) or k(R)(I*1)) by bytes further on."""

@@ -133,7 +133,7 @@ func BenchmarkVectorKernels(b *testing.B) {
 		for _, shape := range []struct {
 			name       string
 			row, tiles int
-		}{{"64B", 64, 1}, {"512B", 512, 1}, {"4KiB", 4096, 1}, {"128Bx96", 128, 96}} {
+		}{{"64B", 64, 1}, {"512B", 512, 1}, {"4KiB", 4096, 1}, {"128Bx96", 128, 96}, {"32Bx384", 32, 384}, {"128Bx192", 128, 192}} {
 			for i, isa := range vectorISAs {
 				b.Run(k.name+"/"+shape.name+"/"+isa.name, func(b *testing.B) {
 					if isa.avx2 && !cpu.X86.HasAVX2 {
