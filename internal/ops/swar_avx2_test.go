@@ -89,7 +89,7 @@ func BenchmarkVectorISA(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, isa := range vectorISAs {
-			b.Run(w.name+"/"+isa.name, func(b *testing.B) {
+			b.Run(w.name+"/isa="+isa.name, func(b *testing.B) {
 				if isa.avx2 && !cpu.X86.HasAVX2 {
 					b.Skip("this CPU has no AVX2")
 				}
@@ -135,7 +135,7 @@ func BenchmarkVectorKernels(b *testing.B) {
 			row, tiles int
 		}{{"64B", 64, 1}, {"512B", 512, 1}, {"4KiB", 4096, 1}, {"128Bx96", 128, 96}, {"32Bx384", 32, 384}, {"128Bx192", 128, 192}} {
 			for i, isa := range vectorISAs {
-				b.Run(k.name+"/"+shape.name+"/"+isa.name, func(b *testing.B) {
+				b.Run(k.name+"/"+shape.name+"/isa="+isa.name, func(b *testing.B) {
 					if isa.avx2 && !cpu.X86.HasAVX2 {
 						b.Skip("this CPU has no AVX2")
 					}
