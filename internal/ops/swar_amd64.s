@@ -14,14 +14,16 @@
 // kernels. X7 holds 0x00ff in every 16-bit lane for the byte kernels.
 //
 // The AVX2 variants run the SSE2 body on both 128-bit lanes of YMM
-// registers: the de-interleaves load the next block of input into the
-// upper lane (VINSERTI128), so their results need no lane crossing; the
-// interleaves' upper lanes hold the output of the next 16 bytes of each
-// row, which VPERM2I128 gathers two registers at a time for 32-byte
-// stores. They take n a multiple of 16 too: when n is an odd number of
-// 16-byte blocks, the last is done with the same body on XMM registers
-// (VEX-encoded, as mixing legacy SSE with dirty upper halves costs a
-// transition), and they end with VZEROUPPER for the same reason.
+// registers. The de-interleaves with one round of packing load 32 bytes
+// at a time and put each result's four 8-byte quarters in order with
+// VPERMQ; deint1x4 (two rounds) loads the next 64 bytes of input into the
+// upper lanes (VINSERTI128), so that each lane's result is 16 contiguous
+// bytes of a row. The interleaves' upper lanes hold the output of the
+// next 16 bytes of each row, which VPERM2I128 gathers two registers at a
+// time for 32-byte stores. They take n a multiple of 16 too: when n is an
+// odd number of 16-byte blocks, the last is done with the same body on
+// XMM registers (VEX-encoded, as mixing legacy SSE with dirty upper halves
+// costs a transition), and they end with VZEROUPPER for the same reason.
 //
 // The NT variants store with MOVNTDQ (16-byte aligned destinations, which
 // the wrappers check) and end with SFENCE, so their stores are visible
