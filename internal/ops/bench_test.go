@@ -9,12 +9,14 @@ import (
 // The five workloads of docs/performance.md (W1-W5). Each benchmark reports MB/s of tensor moved
 // (b.SetBytes), beside BenchmarkCopy of the same bytes on the same number
 // of goroutines: the floor a permutation copy can hope to reach.
-var workloads = []struct {
+type workload struct {
 	name  string
 	req   Request
 	shape []int
 	elem  int
-}{
+}
+
+var workloads = []workload{
 	{"W1_f32_s2d_dcr", Request{Op: SpaceToDepth, Block: Block{2}}, []int{4, 64, 1024, 1024}, 4},
 	{"W1_f32_d2s_dcr", Request{Op: DepthToSpace, Block: Block{2}}, []int{4, 256, 512, 512}, 4},
 	{"W2_f32_s2d_crd", Request{Op: SpaceToDepth, Order: CRD, Block: Block{2}}, []int{4, 64, 1024, 1024}, 4},

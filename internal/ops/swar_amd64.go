@@ -1,13 +1,17 @@
 package ops
 
-import "fmt"
+import (
+	"fmt"
 
-// SSE2 kernels (swar_amd64.s, written by swar_amd64_gen.py). Each runs a
-// batch of tiles in one call; the wrapper (vecDeint, vecInter) checks the
-// bounds of every tile in the batch once, runs the assembly on whole
-// 16-byte output rows and the portable kernel on the tails. Batches marked
-// stream use the non-temporal variant when every output row is 16-byte
-// aligned.
+	"golang.org/x/sys/cpu"
+)
+
+// SSE2 and AVX2 kernels (swar_amd64.s, written by swar_amd64_gen.py).
+// Each runs a batch of tiles in one call; the wrapper (vecDeint, vecInter)
+// checks the bounds of every tile in the batch once, runs the assembly on
+// whole 16-byte output rows and the portable kernel on the tails. Batches
+// marked stream use the non-temporal variant (SSE2) when every output row
+// is 16-byte aligned; the others use AVX2 where the CPU has it.
 
 //go:generate python3 swar_amd64_gen.py swar_amd64.s
 
@@ -18,10 +22,16 @@ func deint1x2SSE2(dst *byte, rs int, src *byte, n int, t *tiles)
 func deint1x2NT(dst *byte, rs int, src *byte, n int, t *tiles)
 
 //go:noescape
+func deint1x2AVX2(dst *byte, rs int, src *byte, n int, t *tiles)
+
+//go:noescape
 func deint1x4SSE2(dst *byte, rs int, src *byte, n int, t *tiles)
 
 //go:noescape
 func deint1x4NT(dst *byte, rs int, src *byte, n int, t *tiles)
+
+//go:noescape
+func deint1x4AVX2(dst *byte, rs int, src *byte, n int, t *tiles)
 
 //go:noescape
 func deint2x2SSE2(dst *byte, rs int, src *byte, n int, t *tiles)
@@ -30,10 +40,16 @@ func deint2x2SSE2(dst *byte, rs int, src *byte, n int, t *tiles)
 func deint2x2NT(dst *byte, rs int, src *byte, n int, t *tiles)
 
 //go:noescape
+func deint2x2AVX2(dst *byte, rs int, src *byte, n int, t *tiles)
+
+//go:noescape
 func deint4x2SSE2(dst *byte, rs int, src *byte, n int, t *tiles)
 
 //go:noescape
 func deint4x2NT(dst *byte, rs int, src *byte, n int, t *tiles)
+
+//go:noescape
+func deint4x2AVX2(dst *byte, rs int, src *byte, n int, t *tiles)
 
 //go:noescape
 func inter1x2SSE2(dst *byte, src *byte, rs int, n int, t *tiles)
@@ -42,10 +58,16 @@ func inter1x2SSE2(dst *byte, src *byte, rs int, n int, t *tiles)
 func inter1x2NT(dst *byte, src *byte, rs int, n int, t *tiles)
 
 //go:noescape
+func inter1x2AVX2(dst *byte, src *byte, rs int, n int, t *tiles)
+
+//go:noescape
 func inter1x4SSE2(dst *byte, src *byte, rs int, n int, t *tiles)
 
 //go:noescape
 func inter1x4NT(dst *byte, src *byte, rs int, n int, t *tiles)
+
+//go:noescape
+func inter1x4AVX2(dst *byte, src *byte, rs int, n int, t *tiles)
 
 //go:noescape
 func inter2x2SSE2(dst *byte, src *byte, rs int, n int, t *tiles)
@@ -54,10 +76,16 @@ func inter2x2SSE2(dst *byte, src *byte, rs int, n int, t *tiles)
 func inter2x2NT(dst *byte, src *byte, rs int, n int, t *tiles)
 
 //go:noescape
+func inter2x2AVX2(dst *byte, src *byte, rs int, n int, t *tiles)
+
+//go:noescape
 func inter4x2SSE2(dst *byte, src *byte, rs int, n int, t *tiles)
 
 //go:noescape
 func inter4x2NT(dst *byte, src *byte, rs int, n int, t *tiles)
+
+//go:noescape
+func inter4x2AVX2(dst *byte, src *byte, rs int, n int, t *tiles)
 
 //go:noescape
 func copyTilesSSE2(dst *byte, src *byte, n int, t *tiles)
@@ -65,16 +93,22 @@ func copyTilesSSE2(dst *byte, src *byte, n int, t *tiles)
 //go:noescape
 func copyTilesNT(dst *byte, src *byte, n int, t *tiles)
 
+// useAVX2 picks the AVX2 kernels over the SSE2 ones (the cache-bypassing
+// ones stay SSE2). It is read at every batch, not when a kernel is built,
+// so that tests can turn it off and run the SSE2 kernels on a machine that
+// has AVX2; x/sys/cpu reports AVX2 only where the OS saves the YMM state.
+var useAVX2 = cpu.X86.HasAVX2
+
 func archDeint(e, n int) deintRowsFunc {
 	switch {
 	case e == 1 && n == 2:
-		return vecDeint(1, 2, deint1x2SSE2, deint1x2NT, deint1x2)
+		return vecDeint(1, 2, deint1x2SSE2, deint1x2AVX2, deint1x2NT, deint1x2)
 	case e == 1 && n == 4:
-		return vecDeint(1, 4, deint1x4SSE2, deint1x4NT, deint1x4p)
+		return vecDeint(1, 4, deint1x4SSE2, deint1x4AVX2, deint1x4NT, deint1x4p)
 	case e == 2 && n == 2:
-		return vecDeint(2, 2, deint2x2SSE2, deint2x2NT, deint2x2p)
+		return vecDeint(2, 2, deint2x2SSE2, deint2x2AVX2, deint2x2NT, deint2x2p)
 	case e == 4 && n == 2:
-		return vecDeint(4, 2, deint4x2SSE2, deint4x2NT, deint4x2p)
+		return vecDeint(4, 2, deint4x2SSE2, deint4x2AVX2, deint4x2NT, deint4x2p)
 	}
 	return nil
 }
@@ -82,23 +116,24 @@ func archDeint(e, n int) deintRowsFunc {
 func archInter(e, n int) interRowsFunc {
 	switch {
 	case e == 1 && n == 2:
-		return vecInter(1, 2, inter1x2SSE2, inter1x2NT, inter1x2)
+		return vecInter(1, 2, inter1x2SSE2, inter1x2AVX2, inter1x2NT, inter1x2)
 	case e == 1 && n == 4:
-		return vecInter(1, 4, inter1x4SSE2, inter1x4NT, inter1x4)
+		return vecInter(1, 4, inter1x4SSE2, inter1x4AVX2, inter1x4NT, inter1x4)
 	case e == 2 && n == 2:
-		return vecInter(2, 2, inter2x2SSE2, inter2x2NT, inter2x2)
+		return vecInter(2, 2, inter2x2SSE2, inter2x2AVX2, inter2x2NT, inter2x2)
 	case e == 4 && n == 2:
-		return vecInter(4, 2, inter4x2SSE2, inter4x2NT, inter4x2p)
+		return vecInter(4, 2, inter4x2SSE2, inter4x2AVX2, inter4x2NT, inter4x2p)
 	}
 	return nil
 }
 
 // vecDeint wraps an assembly de-interleave of e-byte elements by factor f.
 // The assembly does the first n bytes of every output row, n = e·count
-// rounded down to whole 16-byte vectors; tail finishes each tile. The
+// rounded down to whole 16-byte vectors (the AVX2 kernels do 32 bytes a
+// step and a last 16 themselves); tail finishes each tile. The
 // assembly walks rows and tiles with signed strides, so rows and tiles may
 // lie before the first; the bounds of all of them are checked here, once.
-func vecDeint(e, f int, asm, asmNT func(dst *byte, rs int, src *byte, n int, t *tiles), tail deintFunc) deintRowsFunc {
+func vecDeint(e, f int, asm, asmAVX2, asmNT func(dst *byte, rs int, src *byte, n int, t *tiles), tail deintFunc) deintRowsFunc {
 	return func(dst []byte, off, rs int, src []byte, soff, count int, t *tiles) {
 		if t.n1 <= 0 || t.n2 <= 0 || count <= 0 {
 			return
@@ -109,9 +144,12 @@ func vecDeint(e, f int, asm, asmNT func(dst *byte, rs int, src *byte, n int, t *
 		n := (e * count) &^ 15
 		if n > 0 {
 			walk := t.forAsm()
-			if t.stream && aligned16(dst[off:], rs, t) {
+			switch {
+			case t.stream && aligned16(dst[off:], rs, t):
 				asmNT(&dst[off], rs, &src[soff], n, &walk)
-			} else {
+			case useAVX2:
+				asmAVX2(&dst[off], rs, &src[soff], n, &walk)
+			default:
 				asm(&dst[off], rs, &src[soff], n, &walk)
 			}
 		}
@@ -123,7 +161,7 @@ func vecDeint(e, f int, asm, asmNT func(dst *byte, rs int, src *byte, n int, t *
 }
 
 // vecInter is vecDeint's inverse.
-func vecInter(e, f int, asm, asmNT func(dst *byte, src *byte, rs int, n int, t *tiles), tail interFunc) interRowsFunc {
+func vecInter(e, f int, asm, asmAVX2, asmNT func(dst *byte, src *byte, rs int, n int, t *tiles), tail interFunc) interRowsFunc {
 	return func(dst []byte, off int, src []byte, soff, rs, count int, t *tiles) {
 		if t.n1 <= 0 || t.n2 <= 0 || count <= 0 {
 			return
@@ -134,9 +172,12 @@ func vecInter(e, f int, asm, asmNT func(dst *byte, src *byte, rs int, n int, t *
 		n := (e * count) &^ 15
 		if n > 0 {
 			walk := t.forAsm()
-			if t.stream && aligned16(dst[off:], 0, t) {
+			switch {
+			case t.stream && aligned16(dst[off:], 0, t):
 				asmNT(&dst[off], &src[soff], rs, n, &walk)
-			} else {
+			case useAVX2:
+				asmAVX2(&dst[off], &src[soff], rs, n, &walk)
+			default:
 				asm(&dst[off], &src[soff], rs, n, &walk)
 			}
 		}

@@ -13,6 +13,18 @@
 // (a multiple of 16), n1 > 0 and n2 > 0, and hand the tails to the portable
 // kernels. X7 holds 0x00ff in every 16-bit lane for the byte kernels.
 //
+// The AVX2 variants run the SSE2 body on both 128-bit lanes of YMM
+// registers. The de-interleaves with one round of packing load 32 bytes
+// at a time and put each result's four 8-byte quarters in order with
+// VPERMQ; deint1x4 (two rounds) loads the next 64 bytes of input into the
+// upper lanes (VINSERTI128), so that each lane's result is 16 contiguous
+// bytes of a row. The interleaves' upper lanes hold the output of the
+// next 16 bytes of each row, which VPERM2I128 gathers two registers at a
+// time for 32-byte stores. They take n a multiple of 16 too: when n is an
+// odd number of 16-byte blocks, the last is done with the same body on
+// XMM registers (VEX-encoded, as mixing legacy SSE with dirty upper halves
+// costs a transition), and they end with VZEROUPPER for the same reason.
+//
 // The NT variants store with MOVNTDQ (16-byte aligned destinations, which
 // the wrappers check) and end with SFENCE, so their stores are visible
 // before the goroutine reports its work done.
@@ -108,6 +120,74 @@ deint1x2NTloop:
 	DECQ DX
 	JNZ deint1x2NTgroup
 	SFENCE
+	RET
+
+// func deint1x2AVX2(dst *byte, rs int, src *byte, n int, t *tiles)
+TEXT ·deint1x2AVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ rs+8(FP), AX
+	LEAQ (AX)(DI*1), R8
+	MOVQ src+16(FP), SI
+	MOVQ n+24(FP), CX
+	MOVQ CX, R13
+	ANDQ $~31, R13
+	MOVQ t+32(FP), R12
+	MOVQ 0(R12), DX
+	VPCMPEQW Y7, Y7, Y7
+	VPSRLW $8, Y7, Y7
+deint1x2avxgroup:
+	MOVQ 24(R12), R11
+deint1x2avxtile:
+	MOVQ SI, BX
+	XORQ AX, AX
+	CMPQ AX, R13
+	JAE deint1x2avxhalf
+deint1x2avxloop:
+	VMOVDQU 0(BX), Y0
+	VMOVDQU 32(BX), Y1
+	VMOVDQA Y0, Y2
+	VMOVDQA Y1, Y3
+	VPAND Y7, Y0, Y0
+	VPAND Y7, Y1, Y1
+	VPACKUSWB Y1, Y0, Y0
+	VPSRLW $8, Y2, Y2
+	VPSRLW $8, Y3, Y3
+	VPACKUSWB Y3, Y2, Y2
+	VPERMQ $0xD8, Y0, Y0
+	VMOVDQU Y0, (DI)(AX*1)
+	VPERMQ $0xD8, Y2, Y2
+	VMOVDQU Y2, (R8)(AX*1)
+	ADDQ $64, BX
+	ADDQ $32, AX
+	CMPQ AX, R13
+	JB deint1x2avxloop
+deint1x2avxhalf:
+	CMPQ AX, CX
+	JAE deint1x2avxnext
+	VMOVDQU (BX), X0
+	VMOVDQU 16(BX), X1
+	VMOVDQA X0, X2
+	VMOVDQA X1, X3
+	VPAND X7, X0, X0
+	VPAND X7, X1, X1
+	VPACKUSWB X1, X0, X0
+	VPSRLW $8, X2, X2
+	VPSRLW $8, X3, X3
+	VPACKUSWB X3, X2, X2
+	VMOVDQU X0, (DI)(AX*1)
+	VMOVDQU X2, (R8)(AX*1)
+deint1x2avxnext:
+	ADDQ 32(R12), DI
+	ADDQ 32(R12), R8
+	ADDQ 40(R12), SI
+	DECQ R11
+	JNZ deint1x2avxtile
+	ADDQ 8(R12), DI
+	ADDQ 8(R12), R8
+	ADDQ 16(R12), SI
+	DECQ DX
+	JNZ deint1x2avxgroup
+	VZEROUPPER
 	RET
 
 // func deint1x4SSE2(dst *byte, rs int, src *byte, n int, t *tiles)
@@ -271,6 +351,138 @@ deint1x4NTloop:
 	SFENCE
 	RET
 
+// func deint1x4AVX2(dst *byte, rs int, src *byte, n int, t *tiles)
+TEXT ·deint1x4AVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ rs+8(FP), AX
+	LEAQ (AX)(DI*1), R8
+	LEAQ (AX)(R8*1), R9
+	LEAQ (AX)(R9*1), R10
+	MOVQ src+16(FP), SI
+	MOVQ n+24(FP), CX
+	MOVQ CX, R13
+	ANDQ $~31, R13
+	MOVQ t+32(FP), R12
+	MOVQ 0(R12), DX
+	VPCMPEQW Y7, Y7, Y7
+	VPSRLW $8, Y7, Y7
+deint1x4avxgroup:
+	MOVQ 24(R12), R11
+deint1x4avxtile:
+	MOVQ SI, BX
+	XORQ AX, AX
+	CMPQ AX, R13
+	JAE deint1x4avxhalf
+deint1x4avxloop:
+	VMOVDQU (BX), X0
+	VINSERTI128 $1, 64(BX), Y0, Y0
+	VMOVDQU 16(BX), X1
+	VINSERTI128 $1, 80(BX), Y1, Y1
+	VMOVDQU 32(BX), X2
+	VINSERTI128 $1, 96(BX), Y2, Y2
+	VMOVDQU 48(BX), X3
+	VINSERTI128 $1, 112(BX), Y3, Y3
+	VMOVDQA Y0, Y4
+	VMOVDQA Y1, Y5
+	VPAND Y7, Y0, Y0
+	VPAND Y7, Y1, Y1
+	VPACKUSWB Y1, Y0, Y0 // E01: k0,k2 of groups 0-7
+	VPSRLW $8, Y4, Y4
+	VPSRLW $8, Y5, Y5
+	VPACKUSWB Y5, Y4, Y4 // O01: k1,k3 of groups 0-7
+	VMOVDQA Y2, Y5
+	VMOVDQA Y3, Y6
+	VPAND Y7, Y2, Y2
+	VPAND Y7, Y3, Y3
+	VPACKUSWB Y3, Y2, Y2 // E23
+	VPSRLW $8, Y5, Y5
+	VPSRLW $8, Y6, Y6
+	VPACKUSWB Y6, Y5, Y5 // O23
+	VMOVDQA Y0, Y1
+	VMOVDQA Y2, Y3
+	VPAND Y7, Y0, Y0
+	VPAND Y7, Y2, Y2
+	VPACKUSWB Y2, Y0, Y0 // k0
+	VPSRLW $8, Y1, Y1
+	VPSRLW $8, Y3, Y3
+	VPACKUSWB Y3, Y1, Y1 // k2
+	VMOVDQA Y4, Y2
+	VMOVDQA Y5, Y3
+	VPAND Y7, Y4, Y4
+	VPAND Y7, Y5, Y5
+	VPACKUSWB Y5, Y4, Y4 // k1
+	VPSRLW $8, Y2, Y2
+	VPSRLW $8, Y3, Y3
+	VPACKUSWB Y3, Y2, Y2 // k3
+	VMOVDQU Y0, (DI)(AX*1)
+	VMOVDQU Y4, (R8)(AX*1)
+	VMOVDQU Y1, (R9)(AX*1)
+	VMOVDQU Y2, (R10)(AX*1)
+	ADDQ $128, BX
+	ADDQ $32, AX
+	CMPQ AX, R13
+	JB deint1x4avxloop
+deint1x4avxhalf:
+	CMPQ AX, CX
+	JAE deint1x4avxnext
+	VMOVDQU (BX), X0
+	VMOVDQU 16(BX), X1
+	VMOVDQU 32(BX), X2
+	VMOVDQU 48(BX), X3
+	VMOVDQA X0, X4
+	VMOVDQA X1, X5
+	VPAND X7, X0, X0
+	VPAND X7, X1, X1
+	VPACKUSWB X1, X0, X0 // E01: k0,k2 of groups 0-7
+	VPSRLW $8, X4, X4
+	VPSRLW $8, X5, X5
+	VPACKUSWB X5, X4, X4 // O01: k1,k3 of groups 0-7
+	VMOVDQA X2, X5
+	VMOVDQA X3, X6
+	VPAND X7, X2, X2
+	VPAND X7, X3, X3
+	VPACKUSWB X3, X2, X2 // E23
+	VPSRLW $8, X5, X5
+	VPSRLW $8, X6, X6
+	VPACKUSWB X6, X5, X5 // O23
+	VMOVDQA X0, X1
+	VMOVDQA X2, X3
+	VPAND X7, X0, X0
+	VPAND X7, X2, X2
+	VPACKUSWB X2, X0, X0 // k0
+	VPSRLW $8, X1, X1
+	VPSRLW $8, X3, X3
+	VPACKUSWB X3, X1, X1 // k2
+	VMOVDQA X4, X2
+	VMOVDQA X5, X3
+	VPAND X7, X4, X4
+	VPAND X7, X5, X5
+	VPACKUSWB X5, X4, X4 // k1
+	VPSRLW $8, X2, X2
+	VPSRLW $8, X3, X3
+	VPACKUSWB X3, X2, X2 // k3
+	VMOVDQU X0, (DI)(AX*1)
+	VMOVDQU X4, (R8)(AX*1)
+	VMOVDQU X1, (R9)(AX*1)
+	VMOVDQU X2, (R10)(AX*1)
+deint1x4avxnext:
+	ADDQ 32(R12), DI
+	ADDQ 32(R12), R8
+	ADDQ 32(R12), R9
+	ADDQ 32(R12), R10
+	ADDQ 40(R12), SI
+	DECQ R11
+	JNZ deint1x4avxtile
+	ADDQ 8(R12), DI
+	ADDQ 8(R12), R8
+	ADDQ 8(R12), R9
+	ADDQ 8(R12), R10
+	ADDQ 16(R12), SI
+	DECQ DX
+	JNZ deint1x4avxgroup
+	VZEROUPPER
+	RET
+
 // func deint2x2SSE2(dst *byte, rs int, src *byte, n int, t *tiles)
 // 16-bit elements: sign-extend each half and pack with signed saturation,
 // which is exact for sign-extended values.
@@ -366,6 +578,76 @@ deint2x2NTloop:
 	SFENCE
 	RET
 
+// func deint2x2AVX2(dst *byte, rs int, src *byte, n int, t *tiles)
+TEXT ·deint2x2AVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ rs+8(FP), AX
+	LEAQ (AX)(DI*1), R8
+	MOVQ src+16(FP), SI
+	MOVQ n+24(FP), CX
+	MOVQ CX, R13
+	ANDQ $~31, R13
+	MOVQ t+32(FP), R12
+	MOVQ 0(R12), DX
+deint2x2avxgroup:
+	MOVQ 24(R12), R11
+deint2x2avxtile:
+	MOVQ SI, BX
+	XORQ AX, AX
+	CMPQ AX, R13
+	JAE deint2x2avxhalf
+deint2x2avxloop:
+	VMOVDQU 0(BX), Y0
+	VMOVDQU 32(BX), Y1
+	VMOVDQA Y0, Y2
+	VMOVDQA Y1, Y3
+	VPSLLD $16, Y0, Y0
+	VPSLLD $16, Y1, Y1
+	VPSRAD $16, Y0, Y0
+	VPSRAD $16, Y1, Y1
+	VPACKSSDW Y1, Y0, Y0
+	VPSRAD $16, Y2, Y2
+	VPSRAD $16, Y3, Y3
+	VPACKSSDW Y3, Y2, Y2
+	VPERMQ $0xD8, Y0, Y0
+	VMOVDQU Y0, (DI)(AX*1)
+	VPERMQ $0xD8, Y2, Y2
+	VMOVDQU Y2, (R8)(AX*1)
+	ADDQ $64, BX
+	ADDQ $32, AX
+	CMPQ AX, R13
+	JB deint2x2avxloop
+deint2x2avxhalf:
+	CMPQ AX, CX
+	JAE deint2x2avxnext
+	VMOVDQU (BX), X0
+	VMOVDQU 16(BX), X1
+	VMOVDQA X0, X2
+	VMOVDQA X1, X3
+	VPSLLD $16, X0, X0
+	VPSLLD $16, X1, X1
+	VPSRAD $16, X0, X0
+	VPSRAD $16, X1, X1
+	VPACKSSDW X1, X0, X0
+	VPSRAD $16, X2, X2
+	VPSRAD $16, X3, X3
+	VPACKSSDW X3, X2, X2
+	VMOVDQU X0, (DI)(AX*1)
+	VMOVDQU X2, (R8)(AX*1)
+deint2x2avxnext:
+	ADDQ 32(R12), DI
+	ADDQ 32(R12), R8
+	ADDQ 40(R12), SI
+	DECQ R11
+	JNZ deint2x2avxtile
+	ADDQ 8(R12), DI
+	ADDQ 8(R12), R8
+	ADDQ 16(R12), SI
+	DECQ DX
+	JNZ deint2x2avxgroup
+	VZEROUPPER
+	RET
+
 // func deint4x2SSE2(dst *byte, rs int, src *byte, n int, t *tiles)
 TEXT ·deint4x2SSE2(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI
@@ -441,6 +723,62 @@ deint4x2NTloop:
 	DECQ DX
 	JNZ deint4x2NTgroup
 	SFENCE
+	RET
+
+// func deint4x2AVX2(dst *byte, rs int, src *byte, n int, t *tiles)
+TEXT ·deint4x2AVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ rs+8(FP), AX
+	LEAQ (AX)(DI*1), R8
+	MOVQ src+16(FP), SI
+	MOVQ n+24(FP), CX
+	MOVQ CX, R13
+	ANDQ $~31, R13
+	MOVQ t+32(FP), R12
+	MOVQ 0(R12), DX
+deint4x2avxgroup:
+	MOVQ 24(R12), R11
+deint4x2avxtile:
+	MOVQ SI, BX
+	XORQ AX, AX
+	CMPQ AX, R13
+	JAE deint4x2avxhalf
+deint4x2avxloop:
+	VMOVDQU 0(BX), Y0
+	VMOVDQU 32(BX), Y1
+	VMOVDQA Y0, Y2
+	VSHUFPS $0x88, Y1, Y0, Y0
+	VSHUFPS $0xDD, Y1, Y2, Y2
+	VPERMQ $0xD8, Y0, Y0
+	VMOVDQU Y0, (DI)(AX*1)
+	VPERMQ $0xD8, Y2, Y2
+	VMOVDQU Y2, (R8)(AX*1)
+	ADDQ $64, BX
+	ADDQ $32, AX
+	CMPQ AX, R13
+	JB deint4x2avxloop
+deint4x2avxhalf:
+	CMPQ AX, CX
+	JAE deint4x2avxnext
+	VMOVDQU (BX), X0
+	VMOVDQU 16(BX), X1
+	VMOVDQA X0, X2
+	VSHUFPS $0x88, X1, X0, X0
+	VSHUFPS $0xDD, X1, X2, X2
+	VMOVDQU X0, (DI)(AX*1)
+	VMOVDQU X2, (R8)(AX*1)
+deint4x2avxnext:
+	ADDQ 32(R12), DI
+	ADDQ 32(R12), R8
+	ADDQ 40(R12), SI
+	DECQ R11
+	JNZ deint4x2avxtile
+	ADDQ 8(R12), DI
+	ADDQ 8(R12), R8
+	ADDQ 16(R12), SI
+	DECQ DX
+	JNZ deint4x2avxgroup
+	VZEROUPPER
 	RET
 
 // func inter1x2SSE2(dst *byte, src *byte, rs int, n int, t *tiles)
@@ -520,6 +858,62 @@ inter1x2NTloop:
 	DECQ DX
 	JNZ inter1x2NTgroup
 	SFENCE
+	RET
+
+// func inter1x2AVX2(dst *byte, src *byte, rs int, n int, t *tiles)
+TEXT ·inter1x2AVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), R8
+	MOVQ rs+16(FP), AX
+	LEAQ (AX)(R8*1), R9
+	MOVQ n+24(FP), CX
+	MOVQ CX, SI
+	ANDQ $~31, SI
+	MOVQ t+32(FP), R12
+	MOVQ 0(R12), DX
+inter1x2avxgroup:
+	MOVQ 24(R12), R11
+inter1x2avxtile:
+	MOVQ DI, BX
+	XORQ AX, AX
+	CMPQ AX, SI
+	JAE inter1x2avxhalf
+inter1x2avxloop:
+	VMOVDQU (R8)(AX*1), Y0
+	VMOVDQU (R9)(AX*1), Y1
+	VMOVDQA Y0, Y2
+	VPUNPCKLBW Y1, Y0, Y0
+	VPUNPCKHBW Y1, Y2, Y2
+	VPERM2I128 $0x20, Y2, Y0, Y8
+	VPERM2I128 $0x31, Y2, Y0, Y9
+	VMOVDQU Y8, (BX)
+	VMOVDQU Y9, 32(BX)
+	ADDQ $64, BX
+	ADDQ $32, AX
+	CMPQ AX, SI
+	JB inter1x2avxloop
+inter1x2avxhalf:
+	CMPQ AX, CX
+	JAE inter1x2avxnext
+	VMOVDQU (R8)(AX*1), X0
+	VMOVDQU (R9)(AX*1), X1
+	VMOVDQA X0, X2
+	VPUNPCKLBW X1, X0, X0
+	VPUNPCKHBW X1, X2, X2
+	VMOVDQU X0, (BX)
+	VMOVDQU X2, 16(BX)
+inter1x2avxnext:
+	ADDQ 32(R12), DI
+	ADDQ 40(R12), R8
+	ADDQ 40(R12), R9
+	DECQ R11
+	JNZ inter1x2avxtile
+	ADDQ 8(R12), DI
+	ADDQ 16(R12), R8
+	ADDQ 16(R12), R9
+	DECQ DX
+	JNZ inter1x2avxgroup
+	VZEROUPPER
 	RET
 
 // func inter1x4SSE2(dst *byte, src *byte, rs int, n int, t *tiles)
@@ -637,6 +1031,96 @@ inter1x4NTloop:
 	SFENCE
 	RET
 
+// func inter1x4AVX2(dst *byte, src *byte, rs int, n int, t *tiles)
+TEXT ·inter1x4AVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), R8
+	MOVQ rs+16(FP), AX
+	LEAQ (AX)(R8*1), R9
+	LEAQ (AX)(R9*1), R10
+	LEAQ (AX)(R10*1), R13
+	MOVQ n+24(FP), CX
+	MOVQ CX, SI
+	ANDQ $~31, SI
+	MOVQ t+32(FP), R12
+	MOVQ 0(R12), DX
+inter1x4avxgroup:
+	MOVQ 24(R12), R11
+inter1x4avxtile:
+	MOVQ DI, BX
+	XORQ AX, AX
+	CMPQ AX, SI
+	JAE inter1x4avxhalf
+inter1x4avxloop:
+	VMOVDQU (R8)(AX*1), Y0
+	VMOVDQU (R9)(AX*1), Y1
+	VMOVDQU (R10)(AX*1), Y2
+	VMOVDQU (R13)(AX*1), Y3
+	VMOVDQA Y0, Y4
+	VPUNPCKLBW Y1, Y0, Y0 // r0 r1 pairs, groups 0-7
+	VPUNPCKHBW Y1, Y4, Y4 // groups 8-15
+	VMOVDQA Y2, Y5
+	VPUNPCKLBW Y3, Y2, Y2 // r2 r3 pairs, groups 0-7
+	VPUNPCKHBW Y3, Y5, Y5
+	VMOVDQA Y0, Y6
+	VPUNPCKLWD Y2, Y0, Y0 // groups 0-3
+	VPUNPCKHWD Y2, Y6, Y6 // groups 4-7
+	VMOVDQA Y4, Y1
+	VPUNPCKLWD Y5, Y4, Y4 // groups 8-11
+	VPUNPCKHWD Y5, Y1, Y1 // groups 12-15
+	VPERM2I128 $0x20, Y6, Y0, Y8
+	VPERM2I128 $0x31, Y6, Y0, Y9
+	VPERM2I128 $0x20, Y1, Y4, Y10
+	VPERM2I128 $0x31, Y1, Y4, Y11
+	VMOVDQU Y8, (BX)
+	VMOVDQU Y10, 32(BX)
+	VMOVDQU Y9, 64(BX)
+	VMOVDQU Y11, 96(BX)
+	ADDQ $128, BX
+	ADDQ $32, AX
+	CMPQ AX, SI
+	JB inter1x4avxloop
+inter1x4avxhalf:
+	CMPQ AX, CX
+	JAE inter1x4avxnext
+	VMOVDQU (R8)(AX*1), X0
+	VMOVDQU (R9)(AX*1), X1
+	VMOVDQU (R10)(AX*1), X2
+	VMOVDQU (R13)(AX*1), X3
+	VMOVDQA X0, X4
+	VPUNPCKLBW X1, X0, X0 // r0 r1 pairs, groups 0-7
+	VPUNPCKHBW X1, X4, X4 // groups 8-15
+	VMOVDQA X2, X5
+	VPUNPCKLBW X3, X2, X2 // r2 r3 pairs, groups 0-7
+	VPUNPCKHBW X3, X5, X5
+	VMOVDQA X0, X6
+	VPUNPCKLWD X2, X0, X0 // groups 0-3
+	VPUNPCKHWD X2, X6, X6 // groups 4-7
+	VMOVDQA X4, X1
+	VPUNPCKLWD X5, X4, X4 // groups 8-11
+	VPUNPCKHWD X5, X1, X1 // groups 12-15
+	VMOVDQU X0, (BX)
+	VMOVDQU X6, 16(BX)
+	VMOVDQU X4, 32(BX)
+	VMOVDQU X1, 48(BX)
+inter1x4avxnext:
+	ADDQ 32(R12), DI
+	ADDQ 40(R12), R8
+	ADDQ 40(R12), R9
+	ADDQ 40(R12), R10
+	ADDQ 40(R12), R13
+	DECQ R11
+	JNZ inter1x4avxtile
+	ADDQ 8(R12), DI
+	ADDQ 16(R12), R8
+	ADDQ 16(R12), R9
+	ADDQ 16(R12), R10
+	ADDQ 16(R12), R13
+	DECQ DX
+	JNZ inter1x4avxgroup
+	VZEROUPPER
+	RET
+
 // func inter2x2SSE2(dst *byte, src *byte, rs int, n int, t *tiles)
 TEXT ·inter2x2SSE2(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI
@@ -714,6 +1198,62 @@ inter2x2NTloop:
 	SFENCE
 	RET
 
+// func inter2x2AVX2(dst *byte, src *byte, rs int, n int, t *tiles)
+TEXT ·inter2x2AVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), R8
+	MOVQ rs+16(FP), AX
+	LEAQ (AX)(R8*1), R9
+	MOVQ n+24(FP), CX
+	MOVQ CX, SI
+	ANDQ $~31, SI
+	MOVQ t+32(FP), R12
+	MOVQ 0(R12), DX
+inter2x2avxgroup:
+	MOVQ 24(R12), R11
+inter2x2avxtile:
+	MOVQ DI, BX
+	XORQ AX, AX
+	CMPQ AX, SI
+	JAE inter2x2avxhalf
+inter2x2avxloop:
+	VMOVDQU (R8)(AX*1), Y0
+	VMOVDQU (R9)(AX*1), Y1
+	VMOVDQA Y0, Y2
+	VPUNPCKLWD Y1, Y0, Y0
+	VPUNPCKHWD Y1, Y2, Y2
+	VPERM2I128 $0x20, Y2, Y0, Y8
+	VPERM2I128 $0x31, Y2, Y0, Y9
+	VMOVDQU Y8, (BX)
+	VMOVDQU Y9, 32(BX)
+	ADDQ $64, BX
+	ADDQ $32, AX
+	CMPQ AX, SI
+	JB inter2x2avxloop
+inter2x2avxhalf:
+	CMPQ AX, CX
+	JAE inter2x2avxnext
+	VMOVDQU (R8)(AX*1), X0
+	VMOVDQU (R9)(AX*1), X1
+	VMOVDQA X0, X2
+	VPUNPCKLWD X1, X0, X0
+	VPUNPCKHWD X1, X2, X2
+	VMOVDQU X0, (BX)
+	VMOVDQU X2, 16(BX)
+inter2x2avxnext:
+	ADDQ 32(R12), DI
+	ADDQ 40(R12), R8
+	ADDQ 40(R12), R9
+	DECQ R11
+	JNZ inter2x2avxtile
+	ADDQ 8(R12), DI
+	ADDQ 16(R12), R8
+	ADDQ 16(R12), R9
+	DECQ DX
+	JNZ inter2x2avxgroup
+	VZEROUPPER
+	RET
+
 // func inter4x2SSE2(dst *byte, src *byte, rs int, n int, t *tiles)
 TEXT ·inter4x2SSE2(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI
@@ -789,6 +1329,62 @@ inter4x2NTloop:
 	DECQ DX
 	JNZ inter4x2NTgroup
 	SFENCE
+	RET
+
+// func inter4x2AVX2(dst *byte, src *byte, rs int, n int, t *tiles)
+TEXT ·inter4x2AVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), R8
+	MOVQ rs+16(FP), AX
+	LEAQ (AX)(R8*1), R9
+	MOVQ n+24(FP), CX
+	MOVQ CX, SI
+	ANDQ $~31, SI
+	MOVQ t+32(FP), R12
+	MOVQ 0(R12), DX
+inter4x2avxgroup:
+	MOVQ 24(R12), R11
+inter4x2avxtile:
+	MOVQ DI, BX
+	XORQ AX, AX
+	CMPQ AX, SI
+	JAE inter4x2avxhalf
+inter4x2avxloop:
+	VMOVDQU (R8)(AX*1), Y0
+	VMOVDQU (R9)(AX*1), Y1
+	VMOVDQA Y0, Y2
+	VPUNPCKLDQ Y1, Y0, Y0
+	VPUNPCKHDQ Y1, Y2, Y2
+	VPERM2I128 $0x20, Y2, Y0, Y8
+	VPERM2I128 $0x31, Y2, Y0, Y9
+	VMOVDQU Y8, (BX)
+	VMOVDQU Y9, 32(BX)
+	ADDQ $64, BX
+	ADDQ $32, AX
+	CMPQ AX, SI
+	JB inter4x2avxloop
+inter4x2avxhalf:
+	CMPQ AX, CX
+	JAE inter4x2avxnext
+	VMOVDQU (R8)(AX*1), X0
+	VMOVDQU (R9)(AX*1), X1
+	VMOVDQA X0, X2
+	VPUNPCKLDQ X1, X0, X0
+	VPUNPCKHDQ X1, X2, X2
+	VMOVDQU X0, (BX)
+	VMOVDQU X2, 16(BX)
+inter4x2avxnext:
+	ADDQ 32(R12), DI
+	ADDQ 40(R12), R8
+	ADDQ 40(R12), R9
+	DECQ R11
+	JNZ inter4x2avxtile
+	ADDQ 8(R12), DI
+	ADDQ 16(R12), R8
+	ADDQ 16(R12), R9
+	DECQ DX
+	JNZ inter4x2avxgroup
+	VZEROUPPER
 	RET
 
 // func copyTilesSSE2(dst *byte, src *byte, n int, t *tiles)
