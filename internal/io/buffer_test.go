@@ -18,22 +18,40 @@ func resetPool() {
 }
 
 // A buffer handed back is the one handed out next, for any request it can
-// hold; the pool never keeps more than poolBytes.
+// hold; the pool never keeps more than poolBytes. A small one is kept per
+// processor (sync.Pool), which may drop it: the race detector's build
+// drops a quarter of them on purpose, and the goroutine may move to
+// another processor. So a small buffer must come back within a few tries;
+// a large one, from the shared list, at once.
 func TestBufferReuse(t *testing.T) {
 	resetPool()
 	defer resetPool()
 	for _, n := range []int{100, 70 << 10, 1 << 20, 3 << 20, 5<<20 + 7} {
-		a := GetBuffer(n)
-		if len(a) != n || cap(a) < n {
-			t.Fatalf("GetBuffer(%d): len %d cap %d", n, len(a), cap(a))
+		tries := 1
+		if heapClass(n) >= 0 {
+			tries = 20
 		}
-		a[n-1] = 1
-		PutBuffer(a)
-		b := GetBuffer(n - 1)
-		if unsafe.SliceData(a) != unsafe.SliceData(b) || len(b) != n-1 {
-			t.Errorf("GetBuffer(%d) after PutBuffer of %d bytes did not reuse it", n-1, n)
+		reused := false
+		for range tries {
+			a := GetBuffer(n)
+			if len(a) != n || cap(a) < n {
+				t.Fatalf("GetBuffer(%d): len %d cap %d", n, len(a), cap(a))
+			}
+			a[n-1] = 1
+			PutBuffer(a)
+			b := GetBuffer(n - 1)
+			if len(b) != n-1 {
+				t.Fatalf("GetBuffer(%d): len %d", n-1, len(b))
+			}
+			reused = unsafe.SliceData(a) == unsafe.SliceData(b)
+			PutBuffer(b)
+			if reused {
+				break
+			}
 		}
-		PutBuffer(b)
+		if !reused {
+			t.Errorf("GetBuffer(%d) after PutBuffer of %d bytes did not reuse it (%d tries)", n-1, n, tries)
+		}
 	}
 	// Many files, each taking two chunk buffers: the pool settles on two.
 	for i := 0; i < 1000; i++ {
