@@ -186,7 +186,7 @@ func Run(opts Options) (*Summary, error) {
 	r := &runner{opts: opts, q: q,
 		rep: newReporter(opts.Stderr, opts.Progress, opts.ProgressInterval, files, bytes)}
 	slots := ioSlots(opts, threads) // objects.go: files in flight
-	r.threads, r.free = slots, slots
+	r.threads, r.free, r.objects = slots, slots, objectBatch(opts)
 	r.cond = sync.NewCond(&r.mu)
 	cachePlans(&r.opts.Job)
 	r.opts.Job.FreshDir = fresh
@@ -220,15 +220,16 @@ func Run(opts Options) (*Summary, error) {
 				if !ok {
 					return
 				}
-				wk.done = append(wk.done[:0], r.one(it, w, skip, wk))
-				for _, it := range wk.after {
-					wk.done = append(wk.done, r.one(it, 1, false, wk))
+				// Each file is reported as soon as it is done, not
+				// with its run: records and progress keep pace with the
+				// outputs, and an interrupted run loses none.
+				r.finish(i, r.one(it, w, skip, wk))
+				for k, it := range wk.after {
+					r.finish(i+1+k, r.one(it, 1, false, wk))
 				}
 				clear(wk.after)
 				wk.after = wk.after[:0]
 				r.release(w)
-				r.finishRun(i, wk.done)
-				clear(wk.done)
 			}
 		}()
 	}
@@ -297,6 +298,10 @@ type runner struct {
 	opts Options
 	q    *stream
 
+	// objects: an input or the output is an object store's
+	// (objectBatch): files are taken one at a time (takeRun).
+	objects bool
+
 	// Threads not in use; a file waits until its share is free.
 	mu       sync.Mutex
 	cond     *sync.Cond
@@ -342,15 +347,22 @@ func (r *runner) made(dir string) bool {
 	return ok
 }
 
-// runLen is the most files a worker takes at once: small files of one
-// thread each, in a row, of one output directory, that the walk has
-// already handed over. The workers then meet at the batch's locks once a
-// run rather than three times a file (on two cores each meeting moved
-// the locks' and the next item's cache lines from one core to the
-// other), and where directories hold no more than a run, two workers
-// write into two directories, not into one: on tmpfs that costs the
-// kernel 3% less (docs/performance.md, many tiny files).
-const runLen = 64
+// runLen is the most files a worker takes at once, and runBytes the most
+// input bytes: small files of one thread each, in a row, of one output
+// directory, that the walk has already handed over. The workers then
+// take and give back threads once a run rather than once a file (on two
+// cores each time moved the lock's and the next item's cache lines from
+// one core to the other), and where directories hold no more than a run,
+// two workers write into two directories, not into one: on tmpfs that
+// costs the kernel 3% less (docs/performance.md, many tiny files).
+// runBytes is a chunk, a thread's share of a big file: a run of files
+// slow to work on (PNG, JSON) keeps the other threads waiting no longer
+// than a chunk would. A batch of objects takes no runs (objects): its
+// files wait on the network and must be under way together (ioSlots).
+const (
+	runLen   = 64
+	runBytes = pipeline.DefaultChunkBytes
+)
 
 // takeRun gives a worker the next file and its share of the threads,
 // once that share is free (none for a walk error, nor for a file that
@@ -359,12 +371,12 @@ const runLen = 64
 // the small ones after it). Small files, one thread each, are taken
 // without waiting.
 //
-// When the file taken is a small one (one thread, not skipped), the
-// small files after it in the same output directory are taken too, up to
-// runLen in all, into *after: items i+1, i+2, … in order, to be run one
-// after another on the thread taken. A file needing more threads, or in
-// another directory, ends the run and is the next one taken. A nil after
-// takes one file.
+// When the file taken is a small local one (one thread, not skipped),
+// the small files after it in the same output directory are taken too,
+// up to runLen files and runBytes in all, into *after: items i+1, i+2, …
+// in order, to be run one after another on the thread taken. A file
+// needing more threads, in another directory or past runBytes ends the
+// run and is the next one taken. A nil after takes one file.
 func (r *runner) takeRun(after *[]item) (it item, i, threads int, skip, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -417,19 +429,21 @@ func (r *runner) takeRun(after *[]item) (it item, i, threads int, skip, ok bool)
 	r.head, r.hasHead = item{}, false
 	r.turn++
 	r.free -= threads
-	if after != nil && threads == 1 && !skip {
+	if after != nil && threads == 1 && !skip && !r.objects {
 		// Nobody is fetching: the next item is fetched only when
 		// there is no head, and there was one.
-		for len(*after) < runLen-1 {
+		bytes := it.size
+		for len(*after) < runLen-1 && bytes < runBytes {
 			next, ready := r.q.ready()
 			if !ready {
 				break
 			}
-			if next.err == nil && threadsFor(next.size, r.threads) != 1 || !sameDir(next.output, it.output) {
+			if next.err == nil && threadsFor(next.size, r.threads) != 1 || !sameDir(next.output, it.output) || bytes+next.size > runBytes {
 				r.head, r.hasHead = next, true
 				break
 			}
 			*after = append(*after, next)
+			bytes += next.size
 			r.turn++
 		}
 	}
@@ -455,10 +469,8 @@ type worker struct {
 	// reuse is where its files, one after another, keep their
 	// bookkeeping (pipeline.Options.Reuse).
 	reuse pipeline.Reuse
-	// after holds the files taken with its last (takeRun), done the
-	// outcomes of that run.
+	// after holds the files taken with its last (takeRun).
 	after []item
-	done  []outcome
 	// dir is the output directory of its last file, made. The next
 	// file's is usually the same (the walk gives a directory's files
 	// in a row) and is then known by a compare, without filepath.Dir's
@@ -554,17 +566,14 @@ func (r *runner) transform(it item, threads int, counted *atomic.Int64, w *worke
 	return rec, nil
 }
 
-// finishRun records the outcomes of items first, first+1, … and prints
-// every record that is now next in order.
-func (r *runner) finishRun(first int, run []outcome) {
-	for k := range run {
-		o := &run[k]
-		if o.err != nil {
-			o.rec.Status = StatusFailed
-			o.rec.Error = errorText(o.err, o.rec.Input)
-		}
-		r.rep.fileDone(o.size, o.shown, o.rec.Status == StatusFailed)
+// finish records item i's outcome and prints every record that is now
+// next in order.
+func (r *runner) finish(i int, o outcome) {
+	if o.err != nil {
+		o.rec.Status = StatusFailed
+		o.rec.Error = errorText(o.err, o.rec.Input)
 	}
+	r.rep.fileDone(o.size, o.shown, o.rec.Status == StatusFailed)
 	r.out.Lock()
 	defer r.out.Unlock()
 	if r.ahead == 0 {
@@ -572,24 +581,19 @@ func (r *runner) finishRun(first int, run []outcome) {
 	}
 	// The file next in order is another worker's, running: it does not
 	// wait here, so neither waits for ever.
-	for first-r.next >= r.ahead {
+	for i-r.next >= r.ahead {
 		r.holds++
 		r.held.Wait()
 		r.holds--
 	}
-	for k := len(run) - 1; k > 0; k-- {
-		if d := first + k - r.next; d != 0 {
-			*r.slot(d) = finished{run[k].rec, run[k].err, true}
-		}
-	}
-	if first != r.next {
-		*r.slot(first - r.next) = finished{run[0].rec, run[0].err, true}
+	if k := i - r.next; k != 0 {
+		*r.slot(k) = finished{o.rec, o.err, true}
 		return
 	}
 	if r.holds > 0 {
 		defer r.held.Broadcast()
 	}
-	rec, err := run[0].rec, run[0].err
+	rec, err := o.rec, o.err
 	for {
 		r.report(rec, err)
 		r.next++

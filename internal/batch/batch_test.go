@@ -418,3 +418,43 @@ func TestRunJSONWriteFailure(t *testing.T) {
 		t.Errorf("every record written: %v", err)
 	}
 }
+
+// recordWatch is a --json writer that, as each file's record arrives,
+// looks at whether the next file's output exists yet.
+type recordWatch struct {
+	t     *testing.T
+	ahead []string // records whose next file's output existed
+}
+
+func (w *recordWatch) Write(p []byte) (int, error) {
+	var rec Record
+	if err := json.Unmarshal(p, &rec); err == nil && rec.Output != "" {
+		var k int
+		if _, err := fmt.Sscanf(filepath.Base(rec.Output), "f%d.npy", &k); err != nil {
+			w.t.Errorf("record for %q", rec.Output)
+		}
+		next := filepath.Join(filepath.Dir(rec.Output), fmt.Sprintf("f%d.npy", k+1))
+		if _, err := os.Stat(next); err == nil {
+			w.ahead = append(w.ahead, rec.Input)
+		}
+	}
+	return len(p), nil
+}
+
+// A file's record is written as soon as the file is done, before the
+// next file of its run is begun: records and progress keep pace with the
+// outputs, and an interrupted batch has a record for every output done.
+func TestRunRecordsEachFileWhenDone(t *testing.T) {
+	chdir(t)
+	for k := range 10 {
+		writeNpy(t, fmt.Sprintf("d/f%d.npy", k), 1, 1, 4, 4)
+	}
+	w := &recordWatch{t: t}
+	sum, err := Run(Options{Inputs: []string{"d"}, OutDir: "out", Job: s2d(t), Threads: 1, Stderr: &bytes.Buffer{}, JSON: w})
+	if err != nil || sum.Done != 10 {
+		t.Fatalf("summary %+v, %v", sum, err)
+	}
+	if len(w.ahead) > 0 {
+		t.Errorf("records written after the next file's output was made: %v", w.ahead)
+	}
+}

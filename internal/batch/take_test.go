@@ -112,7 +112,7 @@ func TestFinishPrintsInOrder(t *testing.T) {
 		r := &runner{opts: Options{JSON: &out}, rep: newReporter(io.Discard, ProgressNone, 0, len(order), 0)}
 		done := map[int]bool{}
 		for _, i := range order {
-			r.finish(i, 0, Record{Input: fmt.Sprint(i), Status: StatusOK}, nil, 0)
+			r.finish(i, outcome{rec: Record{Input: fmt.Sprint(i), Status: StatusOK}})
 			done[i] = true
 			waiting := 0
 			for j := range order {
@@ -143,7 +143,7 @@ func TestFinishHoldsBackFarAhead(t *testing.T) {
 	r.held.L = &r.out
 	done := make(chan struct{})
 	go func() {
-		r.finish(3, 0, Record{Input: "3", Status: StatusOK}, nil, 0)
+		r.finish(3, outcome{rec: Record{Input: "3", Status: StatusOK}})
 		close(done)
 	}()
 	for held := 0; held == 0; {
@@ -152,13 +152,13 @@ func TestFinishHoldsBackFarAhead(t *testing.T) {
 		held = r.holds
 		r.out.Unlock()
 	}
-	r.finish(1, 0, Record{Input: "1", Status: StatusOK}, nil, 0)
+	r.finish(1, outcome{rec: Record{Input: "1", Status: StatusOK}})
 	if kept := keptRecords(r); kept != 1 {
 		t.Fatalf("%d records kept while file 3 waits; want 1 (file 1's)", kept)
 	}
-	r.finish(0, 0, Record{Input: "0", Status: StatusOK}, nil, 0)
+	r.finish(0, outcome{rec: Record{Input: "0", Status: StatusOK}})
 	<-done
-	r.finish(2, 0, Record{Input: "2", Status: StatusOK}, nil, 0)
+	r.finish(2, outcome{rec: Record{Input: "2", Status: StatusOK}})
 	if got := recordInputs(t, &out); !slices.Equal(got, []string{"0", "1", "2", "3"}) || keptRecords(r) != 0 {
 		t.Errorf("records %v, %d kept; want 0..3 in order, none kept", got, keptRecords(r))
 	}
@@ -199,15 +199,11 @@ func queueOf(items []item) *stream {
 // take is one file, as the tests take them.
 func (r *runner) take() (it item, i, threads int, skip, ok bool) { return r.takeRun(nil) }
 
-// finish records one file's outcome, as the tests finish them.
-func (r *runner) finish(i int, size int64, rec Record, err error, counted int64) {
-	r.finishRun(i, []outcome{{size: size, shown: counted, rec: rec, err: err}})
-}
-
 // A small file is taken with the small files after it that the walk has
 // handed over, walk errors among them, up to runLen in all; a file
-// needing more threads ends the run and is the next one taken, alone. At
-// -j 1 every file is one thread's, big ones too.
+// needing more threads, or more than runBytes in all, ends the run and
+// is the next one taken, alone. At -j 1 every file is one thread's, but a
+// big one still ends a run by its bytes.
 func TestTakeRunTakesSmallFilesInARow(t *testing.T) {
 	big := int64(2 * pipeline.DefaultChunkBytes)
 	items := []item{{size: 1}, {size: 2}, {err: errors.New("walk error")}, {size: 3}, {size: big}}
@@ -220,7 +216,7 @@ func TestTakeRunTakesSmallFilesInARow(t *testing.T) {
 		runs    [][2]int // first item, run length
 	}{
 		{2, [][2]int{{0, 4}, {4, 1}, {5, runLen}, {5 + runLen, runLen}, {5 + 2*runLen, n - 5 - 2*runLen}}},
-		{1, [][2]int{{0, runLen}, {runLen, runLen}, {2 * runLen, n - 2*runLen}}},
+		{1, [][2]int{{0, 4}, {4, 1}, {5, runLen}, {5 + runLen, runLen}, {5 + 2*runLen, n - 5 - 2*runLen}}},
 	} {
 		r := &runner{threads: c.threads, free: c.threads}
 		r.cond = sync.NewCond(&r.mu)
@@ -251,6 +247,39 @@ func TestTakeRunTakesSmallFilesInARow(t *testing.T) {
 	}
 }
 
+// A run holds at most runBytes of input: files of a quarter of it go
+// four at a time, and a file of half of it after three of a quarter
+// starts the next run. A batch of objects takes no runs: its files wait on the
+// network, and must be under way together.
+func TestTakeRunBytesAndObjects(t *testing.T) {
+	q := int64(runBytes / 4)
+	sizes := []int64{q, q, q, q, q, q, q, 2 * q, q, 1}
+	var items []item
+	for _, n := range sizes {
+		items = append(items, item{size: n})
+	}
+	for _, c := range []struct {
+		objects bool
+		runs    [][2]int
+	}{
+		{false, [][2]int{{0, 4}, {4, 3}, {7, 3}}},
+		{true, [][2]int{{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}, {6, 1}, {7, 1}, {8, 1}, {9, 1}}},
+	} {
+		r := &runner{threads: 2, free: 2, objects: c.objects}
+		r.cond = sync.NewCond(&r.mu)
+		r.q = queueOf(slices.Clone(items))
+		var after []item
+		for _, want := range c.runs {
+			_, i, w, _, ok := r.takeRun(&after)
+			if !ok || i != want[0] || 1+len(after) != want[1] {
+				t.Fatalf("objects %v: took item %d (ok %v) and %d after it; want item %d and %d", c.objects, i, ok, len(after), want[0], want[1]-1)
+			}
+			after = after[:0]
+			r.release(w)
+		}
+	}
+}
+
 // A run ends where the output directory changes: the next file starts
 // the next run. Paths without a directory are all in the current one.
 func TestTakeRunEndsAtDirectory(t *testing.T) {
@@ -269,37 +298,5 @@ func TestTakeRunEndsAtDirectory(t *testing.T) {
 		}
 		after = after[:0]
 		r.release(w)
-	}
-}
-
-// Runs of files finishing in any order give their records in list order,
-// and keep none once printed.
-func TestFinishRunPrintsInOrder(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for range 50 {
-		n := 1 + rng.IntN(120)
-		var runs [][2]int
-		for first := 0; first < n; {
-			l := min(n-first, 1+rng.IntN(runLen))
-			runs = append(runs, [2]int{first, l})
-			first += l
-		}
-		rng.Shuffle(len(runs), func(a, b int) { runs[a], runs[b] = runs[b], runs[a] })
-		var out bytes.Buffer
-		r := &runner{opts: Options{JSON: &out}, rep: newReporter(io.Discard, ProgressNone, 0, n, 0)}
-		for _, run := range runs {
-			var outs []outcome
-			for i := run[0]; i < run[0]+run[1]; i++ {
-				outs = append(outs, outcome{rec: Record{Input: fmt.Sprint(i), Status: StatusOK}})
-			}
-			r.finishRun(run[0], outs)
-		}
-		var want []string
-		for i := range n {
-			want = append(want, fmt.Sprint(i))
-		}
-		if got := recordInputs(t, &out); !slices.Equal(got, want) || keptRecords(r) != 0 || r.done != n {
-			t.Fatalf("runs %v: records %v, %d kept, %d done; want 0..%d in order", runs, got, keptRecords(r), r.done, n-1)
-		}
 	}
 }
