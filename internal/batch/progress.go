@@ -157,8 +157,8 @@ func (r *reporter) partial(n int64) {
 // were already shown by partial.
 func (r *reporter) fileDone(size, counted int64, failed bool) {
 	if r.mode == ProgressNone {
-		// Nothing shows the counts, and the lock is the workers'
-		// only meeting a file besides taking it and reporting it.
+		// Nothing shows the counts: no lock for the workers to
+		// share for every file.
 		return
 	}
 	r.mu.Lock()

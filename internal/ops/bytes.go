@@ -2,8 +2,9 @@ package ops
 
 // Byte (de)interleave entry points for other packages: Blosc's byte
 // shuffle of f-byte elements is a de-interleave of bytes by f, its
-// unshuffle the interleave, and the SSE2 kernels the s2d engine uses for
-// uint8 by 2 and by 4 do exactly that a 16-byte vector at a time.
+// unshuffle the interleave, and the vector kernels the s2d engine uses
+// for uint8 by 2 and by 4 (SSE2, or AVX2 where the CPU has it) do exactly
+// that.
 
 // byteBatch is the tile batch of one block: a single tile.
 var byteBatch = tiles{n1: 1, n2: 1}

@@ -569,9 +569,12 @@ func encodeNpy(h format.Header, align int) []byte {
 // lastPreamble is the preamble Preamble made last, and what it depends
 // on: a batch writes thousands of outputs of one shape, and each made
 // the same bytes again (the text and an allocation a file). Preamble's
-// bytes are written out, never changed, so outputs share them.
-var lastPreamble struct {
-	sync.Mutex
+// bytes are written out, never changed, so outputs share them. An atomic
+// pointer, as lastHeader: the workers of a batch read it for every file
+// and share no lock.
+var lastPreamble atomic.Pointer[knownPreamble]
+
+type knownPreamble struct {
 	descr   string
 	size    int
 	fortran bool
@@ -582,20 +585,12 @@ var lastPreamble struct {
 // sharedPreamble is EncodeNpyFile(h), the same bytes as the last call's
 // when h has that call's dtype, order and shape.
 func sharedPreamble(h format.Header) []byte {
-	lp := &lastPreamble
 	descr := h.DType.Descr()
-	lp.Lock()
-	if lp.pre != nil && lp.descr == descr && lp.size == h.DType.Size && lp.fortran == h.Fortran && slices.Equal(lp.shape, h.Shape) {
-		pre := lp.pre
-		lp.Unlock()
-		return pre
+	if k := lastPreamble.Load(); k != nil && k.descr == descr && k.size == h.DType.Size && k.fortran == h.Fortran && slices.Equal(k.shape, h.Shape) {
+		return k.pre
 	}
-	lp.Unlock()
 	pre := EncodeNpyFile(h)
-	shape := slices.Clone(h.Shape)
-	lp.Lock()
-	lp.descr, lp.size, lp.fortran, lp.shape, lp.pre = descr, h.DType.Size, h.Fortran, shape, pre
-	lp.Unlock()
+	lastPreamble.Store(&knownPreamble{descr: descr, size: h.DType.Size, fortran: h.Fortran, shape: slices.Clone(h.Shape), pre: pre})
 	return pre
 }
 

@@ -356,8 +356,8 @@ func ReadExactly(r io.Reader, dst []byte) error {
 // unshuffle undoes the byte shuffle of one block: src holds byte j of
 // every element, then byte j+1, ...; bytes after the last whole element
 // were not shuffled. Elements of 2, 4 and 8 bytes are interleaved by
-// internal/ops' SSE2 kernels on amd64, 16 bytes of a row at a time; other
-// sizes and other architectures take unshuffleGo. The figures are in
+// internal/ops' vector kernels on amd64 (SSE2, or AVX2 where the CPU has
+// it); other sizes and other architectures take unshuffleGo. The figures are in
 // docs/performance.md, Zarr stores (`go test -bench Shuffle
 // ./internal/format/zarr/blosc`).
 func unshuffle(dst, src []byte, typesize int) {
