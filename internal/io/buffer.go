@@ -15,7 +15,9 @@ import (
 //
 // Buffers handed back are kept while their total stays under poolBytes,
 // enough for every worker's pair of chunk buffers at the default chunk
-// sizes; the rest are released to the system at once (unmapped).
+// sizes; the rest are released to the system at once (unmapped). Heap
+// buffers of 64-512 KiB (a small file's) are kept apart, per processor
+// (hot), where the collector may take them back.
 const poolBytes = 32 << 20
 
 // minBufferBytes is the smallest buffer made: smaller requests share the
@@ -23,9 +25,18 @@ const poolBytes = 32 << 20
 const minBufferBytes = 64 << 10
 
 // buffersTaken and buffersOut count GetBuffer's buffers, and those not
-// handed back yet: a reader that takes one per chunk shows by them that
-// it hands each back (BufferCounts).
-var buffersTaken, buffersOut atomic.Int64
+// handed back yet, once CountBuffers has been called: a reader that takes
+// one per chunk shows by them that it hands each back (BufferCounts).
+// Uncounted otherwise: every worker of a batch would write both for
+// every buffer, and the counters' cache line would move from core to
+// core with every small file.
+var (
+	buffersTaken, buffersOut atomic.Int64
+	countBuffers             atomic.Bool
+)
+
+// CountBuffers starts the counts BufferCounts reports (tests).
+func CountBuffers() { countBuffers.Store(true) }
 
 // BufferCounts is how many buffers GetBuffer has given, and how many of
 // them are not handed back.
@@ -40,8 +51,10 @@ var pool struct {
 // GetBuffer returns a buffer of n bytes (contents undefined), reused when
 // one that is large enough was handed back.
 func GetBuffer(n int) []byte {
-	buffersTaken.Add(1)
-	buffersOut.Add(1)
+	if countBuffers.Load() {
+		buffersTaken.Add(1)
+		buffersOut.Add(1)
+	}
 	if n >= spareBytes {
 		SpareP()
 	}
@@ -84,7 +97,9 @@ func PutBuffer(b []byte) {
 	if cap(b) == 0 {
 		return
 	}
-	buffersOut.Add(-1)
+	if countBuffers.Load() {
+		buffersOut.Add(-1)
+	}
 	b = b[:cap(b)]
 	if c := heapClass(cap(b)); c >= 0 && cap(b) == minBufferBytes<<c {
 		hot[c].Put(unsafe.SliceData(b))

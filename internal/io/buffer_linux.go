@@ -30,11 +30,11 @@ func newBuffer(n int) []byte {
 		return heapBuffer(n)
 	}
 	// Rounded to small pages, not to a huge page: a huge page is faulted
-	// in whole, and only those wholly inside the buffer are huge. A
-	// 1 MiB buffer (a sharded array's inner chunk) rounded up to one
-	// took 2 MiB of RSS, and a zstd chunk of 16 MiB and 393 bytes as
-	// stored 18 MiB; now they take what they are asked for, and the
-	// whole huge pages of a large buffer are still huge.
+	// in whole, so a 1 MiB buffer (a sharded array's inner chunk)
+	// rounded up to one would take 2 MiB of RSS, and a zstd chunk of
+	// 16 MiB and 393 bytes 18 MiB. Rounded to small pages a buffer takes
+	// what it is asked for, and the huge pages wholly inside a large
+	// buffer are still huge.
 	size := (n + smallRound - 1) / smallRound * smallRound
 	// Over-allocate to align the start to a huge page.
 	m, err := unix.Mmap(-1, 0, size+huge, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)

@@ -201,7 +201,8 @@ func keyError(key string, err error) error {
 // never reach the Go heap, whose collector would count them live while
 // it marks and pace itself by them. On an error after get, the buffer
 // comes back with it, to be handed back. errors.ErrUnsupported for a
-// place's object, whose GET body is the client's.
+// place's object: those are read into the GET body pool
+// (ReadBoundedPooled).
 func (d *Dir) ReadBoundedInto(key string, limit int64, get func(n int) []byte) (b []byte, err error) {
 	err = d.withObject(key, func(f *os.File, size int64) error {
 		if size > limit {
@@ -217,7 +218,7 @@ func (d *Dir) ReadBoundedInto(key string, limit int64, get func(n int) []byte) (
 // ReadRangeInto is ReadRange's n bytes at off (off ≥ 0) into a buffer
 // from get, for the same reason as ReadBoundedInto, and with the same
 // buffer on an error; errors.ErrUnsupported for a place's object, before
-// get is called.
+// get is called (ReadRangePooled reads those).
 func (d *Dir) ReadRangeInto(key string, off, n int64, get func(n int) []byte) (b []byte, err error) {
 	err = d.withObject(key, func(f *os.File, size int64) error {
 		if off < 0 || n < 0 || off > size || n > size-off {

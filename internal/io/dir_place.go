@@ -48,7 +48,9 @@ type StorePlace interface {
 // StorePlaceInto is what a StorePlace adds to read an object's body into
 // memory its caller gives: alloc(n), n the body's length as the server
 // sends it, so that a reader of many MiB-sized chunks reuses its buffers
-// instead of faulting in and clearing fresh memory at every GET.
+// instead of faulting in and clearing fresh memory at every GET. A GET
+// asked again (its body broke off) calls alloc again and drops the
+// buffer it had: alloc's buffers are left to the collector.
 type StorePlaceInto interface {
 	GetObjectInto(ctx context.Context, name string, limit int64, alloc func(n int) []byte) ([]byte, error)
 	GetObjectRangeInto(ctx context.Context, name string, off, n int64, alloc func(n int) []byte) ([]byte, error)
@@ -221,7 +223,7 @@ func (d *Dir) readsOwnBuffers() bool {
 // The body pool: a few buffers given back, maxFreeBodies bytes at most
 // in all (the rest left to the collector: memory held here is memory the
 // process keeps), each taken again by a read that fills more than half
-// of it. Bodies under minPooledBody are allocated as before, their
+// of it. Bodies under minPooledBody are allocated for each read, their
 // faults and clearing cheap.
 const (
 	minPooledBody = 64 << 10
@@ -472,7 +474,12 @@ func createPlaceDir(name string, claims func(*Dir) bool, last func(string) bool)
 	ctx, cancel := context.WithCancel(context.Background())
 	o := &placeOutput{sp: sp, url: url, last: last, p: p, ctx: ctx, cancel: cancel, held: map[string][]byte{}, streams: map[*placeStream]bool{}, closing: map[*placeStream]bool{}, replaces: replaces, wasStore: wasStore, hadMarker: hadMarker}
 	o.cond = sync.NewCond(&o.mu)
+	// Recorded with createMu held shared, as a local store's staging
+	// directory: a signal's handler, which holds it from its start, then
+	// either finds this store or keeps it from being made.
+	createMu.RLock()
 	remoteOutputs.Store(o, true)
+	createMu.RUnlock()
 	return &DirOutput{name: name, remote: o}, nil
 }
 
@@ -560,8 +567,15 @@ type placeStream struct {
 // Write appends p; once the store is aborted, the writer's error (its
 // upload is aborted, its context over).
 func (s *placeStream) Write(p []byte) (int, error) {
-	n, err := s.w.Write(p)
 	o := s.o
+	o.mu.Lock()
+	err := o.err
+	o.mu.Unlock()
+	if err != nil {
+		// The store has failed: its other parts are not sent.
+		return 0, err
+	}
+	n, err := s.w.Write(p)
 	o.mu.Lock()
 	o.written += int64(n)
 	if err != nil && o.err == nil {
@@ -778,10 +792,13 @@ func (o *placeOutput) commit() error {
 	}
 	for i, k := range keys {
 		o.mu.Lock()
-		if o.err != nil { // a signal's abort has begun
-			err := o.err
+		if err := o.err; err != nil { // a put failed, or a signal's abort has begun
 			o.mu.Unlock()
-			return err
+			// As every failure: the abort waits for the deletion, and
+			// under a signal for the handler's exit (128+n), so that the
+			// run neither exits 2 nor leaves objects mid-deletion.
+			o.abort()
+			return o.gone(err)
 		}
 		o.put = append(o.put, k)
 		if i == len(keys)-1 {

@@ -343,7 +343,10 @@ func TestPlaceOutputAbortBehindMarker(t *testing.T) {
 // metadata is being put (the root's not yet: the store is not there)
 // waits for that put as for a chunk's, then deletes it; a metadata
 // object stored after its deletion would be left without a marker, and
-// the next run would refuse the prefix.
+// the next run would refuse the prefix. The commit then puts nothing
+// more and does not return: as every failure under a signal, it waits
+// for the handler's exit (128+n), where a return would have the run exit
+// 2 while the handler deletes.
 func TestPlaceOutputInterruptWaitsForMetadata(t *testing.T) {
 	memPlace.reset()
 	defer memPlace.reset()
@@ -368,11 +371,11 @@ func TestPlaceOutputInterruptWaitsForMetadata(t *testing.T) {
 	}
 	select {
 	case err := <-committed:
-		if err == nil {
-			t.Error("the interrupted commit says nothing")
-		}
-	case <-time.After(10 * time.Second): // a guard against a hang, not a measure
-		t.Error("the interrupted commit goes on after its put")
+		t.Errorf("the interrupted commit returned (%v): the run would exit with it, not with the signal's status", err)
+	case <-time.After(time.Second): // long enough for a return the defect made at once
+	}
+	if keys := memPlace.keys(); len(keys) != 0 {
+		t.Errorf("the interrupted commit went on after its put: %q", keys)
 	}
 }
 
@@ -1014,4 +1017,70 @@ func TestReadRangeArriving(t *testing.T) {
 	if err != nil || !bytes.Equal(b, data[:10]) || !slices.Equal(log, []string{"arrived"}) {
 		t.Errorf("a place keeping its objects: %v, %v", err, log)
 	}
+}
+
+// A streamed object of a store that has failed sends no more parts: its
+// writes say the store's failure.
+func TestPlaceOutputStreamStopsAfterFailure(t *testing.T) {
+	memPlace.reset()
+	defer memPlace.reset()
+	memPlace.failPut = "c/2"
+	o, err := CreateStore("mem://b/s.zarr", claimsMeta, isMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := o.Stream("c/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(w, "first part"); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Put("c/2", []byte("chunk")); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.remote.wait(); err == nil {
+		t.Fatal("the failing put did not fail")
+	}
+	before := o.Written()
+	if n, err := io.WriteString(w, "second part"); err == nil || n != 0 {
+		t.Errorf("a write after the store failed: %d bytes, %v", n, err)
+	}
+	if o.Written() != before {
+		t.Errorf("written %d bytes after the failure", o.Written()-before)
+	}
+	w.Close()
+	o.Abandon(errors.New("test over"))
+}
+
+// A store on a place is recorded for the signal's handler with createMu
+// held shared, as a local store's staging directory: once the handler
+// holds it (it does from its start to the exit) no store is made that it
+// would not find and delete.
+func TestPlaceOutputRecordedUnderCreateMu(t *testing.T) {
+	memPlace.reset()
+	defer memPlace.reset()
+	createMu.Lock()
+	made := make(chan *DirOutput, 1)
+	go func() {
+		o, err := CreateStore("mem://b/s.zarr", claimsMeta, isMeta)
+		if err != nil {
+			t.Error(err)
+		}
+		made <- o
+	}()
+	var o *DirOutput
+	select {
+	case o = <-made:
+		t.Error("a store was made while the handler held createMu")
+	case <-time.After(200 * time.Millisecond): // long enough for a return made at once
+	}
+	createMu.Unlock()
+	if o == nil {
+		o = <-made
+	}
+	if _, ok := remoteOutputs.Load(o.remote); !ok {
+		t.Error("the store is not recorded for the handler")
+	}
+	o.Abandon(errors.New("test over"))
 }

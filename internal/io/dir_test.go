@@ -173,3 +173,32 @@ func TestDirReadInto(t *testing.T) {
 		t.Errorf("a missing object: %v", err)
 	}
 }
+
+// A local store whose streamed object is still open at the commit is not
+// renamed in (the object may be half written): the commit fails and
+// leaves no store, as on a place.
+func TestDirOutputCommitRefusesOpenObject(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "s.zarr")
+	o, err := CreateDir(target, isStore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := o.Stream("c/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("half a shard")); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Commit(); err == nil || !strings.Contains(err.Error(), "not closed") {
+		t.Errorf("Commit with an object open: %v", err)
+	}
+	if _, err := os.Stat(target); err == nil {
+		t.Error("the store was renamed in with an object open")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("left in the directory: %v", ents)
+	}
+	w.Close()
+}

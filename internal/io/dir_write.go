@@ -200,6 +200,14 @@ func (o *DirOutput) Commit() error {
 		return nil
 	}
 	defer stagingDirs.Delete(o.staging)
+	o.mu.Lock()
+	unclosed := len(o.open)
+	o.mu.Unlock()
+	if unclosed > 0 {
+		// As on a place: a shard still being written is not renamed in.
+		o.Abort()
+		return fmt.Errorf("internal error: %d streamed objects not closed at the store's commit", unclosed)
+	}
 	if err := os.Chmod(o.staging, 0o755); err != nil {
 		o.Abort()
 		return err

@@ -52,7 +52,9 @@ type fakeS3 struct {
 	// as a part stored after the abort brings it back.
 	revive  int
 	aborted int
-	log     []string
+	// noLength: ranged GETs answered without a Content-Length (chunked).
+	noLength bool
+	log      []string
 }
 
 type fakeUpload struct {
@@ -252,8 +254,13 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		last = min(last, len(data)-1)
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", first, last, len(data)))
-		w.Header().Set("Content-Length", strconv.Itoa(last-first+1))
+		if !f.noLength {
+			w.Header().Set("Content-Length", strconv.Itoa(last-first+1))
+		}
 		w.WriteHeader(http.StatusPartialContent)
+		if f.noLength {
+			w.(http.Flusher).Flush() // the headers out before the body: no length
+		}
 		w.Write(data[first : last+1])
 	default:
 		xmlError(w, 405, "MethodNotAllowed", r.Method)

@@ -91,7 +91,8 @@ func (s *Store) GetRangeInto(ctx context.Context, u URL, off, n int64, alloc fun
 // get is one ranged GET of at most max bytes, its body read whole (into
 // alloc(n) when its length n is given and alloc is not nil), asked again
 // (up to retries times) when the body breaks off; the object's size from
-// Content-Range.
+// Content-Range. A retry calls alloc again and drops the buffer the
+// broken body was read into: alloc's buffers must be the collector's.
 func (s *Store) get(ctx context.Context, u URL, rng string, max int64, alloc func(n int) []byte) ([]byte, int64, error) {
 	var err error
 	for try := 0; ; try++ {
@@ -108,7 +109,7 @@ func (s *Store) get(ctx context.Context, u URL, rng string, max int64, alloc fun
 			return nil, 0, fmt.Errorf("the server sent no usable Content-Range for a ranged GET (%q)", aws.ToString(out.ContentRange))
 		}
 		var b []byte
-		if n := aws.ToInt64(out.ContentLength); n >= 0 && n <= max {
+		if n := aws.ToInt64(out.ContentLength); out.ContentLength != nil && n >= 0 && n <= max {
 			// The exact size: one allocation, no growing buffer (a
 			// bytes.Buffer read to EOF doubles itself for the last read).
 			if alloc != nil {

@@ -46,3 +46,26 @@ func TestGetIntoCallersBuffer(t *testing.T) {
 		t.Fatal("GetBoundedInto over its limit: no error")
 	}
 }
+
+// A ranged GET answered without a Content-Length (chunked) is read to its
+// end, not taken for an empty body.
+func TestGetIntoWithoutLength(t *testing.T) {
+	f := newFake(t)
+	s := fakeStore(t, f, f.creds)
+	ctx := context.Background()
+	data := bytes.Repeat([]byte("chunked "), 1000)
+	u := URL{"bkt", "z/c/1"}
+	if err := s.PutBytes(ctx, u, data); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.noLength = true
+	f.mu.Unlock()
+	alloc := func(n int) []byte { return make([]byte, n) }
+	if got, err := s.GetBoundedInto(ctx, u, 1<<20, alloc); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("GetBoundedInto without a length: %d bytes, %v; want %d", len(got), err, len(data))
+	}
+	if got, err := s.GetRangeInto(ctx, u, 8, 16, alloc); err != nil || !bytes.Equal(got, data[8:24]) {
+		t.Errorf("GetRangeInto without a length: %q, %v", got, err)
+	}
+}

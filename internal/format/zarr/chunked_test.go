@@ -304,6 +304,7 @@ func TestDoneWithChunkDropsFrame(t *testing.T) {
 // once decoded, a chunk the store lacks and a chunk that fails to decode
 // included: the count of buffers out is where it was.
 func TestStoredBytesPooled(t *testing.T) {
+	fileio.CountBuffers()
 	x := mkTensor(t, "", "float32", 2, 4, 40, 48)
 	cases := []struct {
 		name    string
