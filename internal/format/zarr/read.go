@@ -1,6 +1,7 @@
 package zarr
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -593,19 +594,42 @@ func (r *reader) readChunks(idxs [][]int, arriving func() ([][]byte, error)) err
 			return err
 		}
 	}
-	for i := 0; i < len(ins); {
-		first := ins[i]
+	// The chunks in the order they lie in their shards' files, so that
+	// neighbours there are read in one range whatever the order asked: a
+	// shard written chunk to chunk holds its inner chunks in the order
+	// they were done, not in the grid's. Chunks the store lacks first.
+	order := make([]int, len(ins))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		x, y := &ins[a], &ins[b]
+		switch {
+		case x.missing && y.missing:
+			return 0
+		case x.missing:
+			return -1
+		case y.missing:
+			return 1
+		}
+		if c := strings.Compare(x.key, y.key); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.off, y.off)
+	})
+	for i := 0; i < len(order); {
+		first := ins[order[i]]
 		if first.missing {
 			if arrive(); arriveErr != nil {
 				return arriveErr
 			}
-			fill(dsts[i], r.a.Fill)
+			fill(dsts[order[i]], r.a.Fill)
 			i++
 			continue
 		}
 		j, end := i+1, first.off+first.n
-		for j < len(ins) && !ins[j].missing && ins[j].key == first.key && ins[j].off == end {
-			end += ins[j].n
+		for j < len(order) && !ins[order[j]].missing && ins[order[j]].key == first.key && ins[order[j]].off == end {
+			end += ins[order[j]].n
 			j++
 		}
 		b, release, err := r.readRangeArriving(first.key, int64(first.off), int64(end-first.off), arrive)
@@ -617,9 +641,9 @@ func (r *reader) readChunks(idxs [][]int, arriving func() ([][]byte, error)) err
 			if j-i == 1 {
 				return fmt.Errorf("shard %s: chunk %d: %w", first.key, first.pos, err)
 			}
-			return fmt.Errorf("shard %s: chunks %d to %d: %w", first.key, first.pos, ins[j-1].pos, err)
+			return fmt.Errorf("shard %s: chunks %d to %d: %w", first.key, first.pos, ins[order[j-1]].pos, err)
 		}
-		for k := i; k < j; k++ {
+		for _, k := range order[i:j] {
 			at := ins[k].off - first.off
 			if err := r.decodeChunk(dsts[k], b[at:at+ins[k].n:at+ins[k].n], ins[k].name()); err != nil {
 				release()

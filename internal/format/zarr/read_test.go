@@ -96,12 +96,13 @@ func (l *rangeLog) ReadRange(key string, off, n int64) ([]byte, error) {
 }
 
 // TestReadChunksCoalesces: ReadChunks reads the inner chunks of a shard
-// that lie back to back, in the order asked, in one range a run, and
-// nothing else of the shard: two shards of four inner chunks of a row
-// each (32 bytes, stored as they are), the second of each empty in the
-// index (the fill value), so the rows asked in order come in two reads
-// a shard, and two rows asked backwards in two reads. The bytes are
-// ReadChunk's.
+// that lie back to back in its file, whatever the order asked, in one
+// range a run, and nothing else of the shard: two shards of four inner
+// chunks of a row each (32 bytes, stored as they are), the second of
+// each empty in the index (the fill value, not stored), so the rows
+// asked in order come in one read a shard, and two rows asked backwards
+// (as a shard written chunk to chunk may hold them) in one. The bytes
+// are ReadChunk's.
 func TestReadChunksCoalesces(t *testing.T) {
 	s := &v3Spec{shape: []int{8, 8}, chunks: []int{4, 8}, inner: []int{1, 8}, dtype: "int32", size: 4,
 		keys: "default", fill: 5, emptyInner: func(q int) bool { return q == 1 }}
@@ -123,8 +124,8 @@ func TestReadChunksCoalesces(t *testing.T) {
 		ids  []int
 		want []string
 	}{
-		{[]int{0, 1, 2, 3, 4, 5, 6, 7}, []string{"c/0/0 0+32", "c/0/0 32+64", "c/1/0 0+32", "c/1/0 32+64"}},
-		{[]int{3, 2}, []string{"c/0/0 64+32", "c/0/0 32+32"}},
+		{[]int{0, 1, 2, 3, 4, 5, 6, 7}, []string{"c/0/0 0+96", "c/1/0 0+96"}},
+		{[]int{3, 2}, []string{"c/0/0 32+64"}},
 		{[]int{6, 7}, []string{"c/1/0 32+64"}},
 	} {
 		log.ranges = nil

@@ -18,9 +18,10 @@ import (
 // once encoded, goes straight to its shard's object, in whatever order
 // the chunks are done, and the shard's index (offset and length of each
 // inner chunk, then its crc32c) follows its last inner chunk. The
-// sharding_indexed codec lets inner chunks lie anywhere in the shard, so
-// the order of completion is as good as any; what a shard holds in
-// memory is its index, 16 bytes an inner chunk, never its body.
+// sharding_indexed codec lets inner chunks lie anywhere in the shard,
+// and a reader of ours reads neighbours in the file together in whatever
+// order they lie (readChunks); what a shard holds in memory is its
+// index, 16 bytes an inner chunk, never its body.
 
 // objectStreamer is a StoreWriter that takes an object's bytes in order,
 // a piece at a time (a local directory's file in its staging directory;

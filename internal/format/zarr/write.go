@@ -184,6 +184,7 @@ func (sw *storeWriter) layout(m format.MemberSpec, opt format.WriteOptions, inCh
 	if m.Name != "" {
 		a.prefix = m.Name + "/"
 	}
+	chosen := opt.Chunks != nil // else the input's, kept, or ours
 	if opt.Chunks == nil && sw.version == 3 && keepsShards(h.Shape, inChunks, inner) {
 		if opt.Shards == nil {
 			opt.Chunks, opt.Shards = inner, inChunks
@@ -219,7 +220,11 @@ func (sw *storeWriter) layout(m format.MemberSpec, opt format.WriteOptions, inCh
 		a.shards = rank0(slices.Clone(opt.Shards))
 		for i := range a.shards {
 			if a.shards[i] < 1 || a.shards[i]%a.chunks[i] != 0 {
-				return nil, fmt.Errorf("--zarr-shard %s is not a multiple of the chunks %s", format.ShapeString(opt.Shards), format.ShapeString(a.chunks))
+				kept := ""
+				if !chosen && len(inChunks) == len(h.Shape) {
+					kept = " (the input's, kept: --chunks chooses others)"
+				}
+				return nil, fmt.Errorf("--zarr-shard %s is not a multiple of the chunks %s%s", format.ShapeString(opt.Shards), format.ShapeString(a.chunks), kept)
 			}
 		}
 		if err := checkGrid(shape, a.shards, h.DType.Size, "--zarr-shard"); err != nil {
