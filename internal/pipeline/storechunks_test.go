@@ -632,3 +632,79 @@ func TestChunkRunArrivingPastTheBound(t *testing.T) {
 		}
 	}
 }
+
+// failingBatches fails its n-th call of several chunks (a run's own
+// ReadChunks, or the read-ahead's ReadChunksArriving before its answer
+// arrives, arriving not called, or after).
+type failingBatches struct {
+	*batchArray
+	n     int
+	after bool
+	fmu   sync.Mutex
+	calls int
+}
+
+func (f *failingBatches) fail() bool {
+	f.fmu.Lock()
+	defer f.fmu.Unlock()
+	f.calls++
+	return f.calls == f.n
+}
+
+func (f *failingBatches) ReadChunks(dsts [][]byte, idxs [][]int) error {
+	if f.fail() {
+		return errors.New("the server broke off")
+	}
+	return f.batchArray.ReadChunks(dsts, idxs)
+}
+
+func (f *failingBatches) ReadChunksArriving(idxs [][]int, arriving func() ([][]byte, error)) error {
+	failing := f.fail()
+	if failing && !f.after {
+		return errors.New("the server broke off")
+	}
+	dsts, err := arriving()
+	if err != nil {
+		return err
+	}
+	if failing {
+		return errors.New("the body broke off")
+	}
+	return f.batchArray.ReadChunks(dsts, idxs)
+}
+
+// TestChunkRunReadFails: a read-ahead request that fails, whichever it
+// is, before its answer arrives or after, ends the run with its error,
+// on one thread and on several, with few or many requests on their way:
+// no run waits for ever for the chunks it would have brought.
+func TestChunkRunReadFails(t *testing.T) {
+	p, run, mem, _ := s2dChunkRun(t)
+	for _, overlap := range []int{4, 16} {
+		for threads := 1; threads <= 3; threads++ {
+			// The calls a run makes here, none failing.
+			dry := &failingBatches{batchArray: &batchArray{memArray: &memArray{g: mem.g, data: mem.data, overlap: overlap}}}
+			put, _ := collect(t, "dry", run, p.Bytes())
+			if err := run.run(dry, put, 64, threads, func(int64) {}, func(err error) error { return err }); err != nil || dry.calls == 0 {
+				t.Fatalf("overlap %d, %d threads: %d calls of several chunks, %v", overlap, threads, dry.calls, err)
+			}
+			for n := 1; n <= dry.calls; n++ {
+				for _, after := range []bool{false, true} {
+					in := &failingBatches{batchArray: &batchArray{memArray: &memArray{g: mem.g, data: mem.data, overlap: overlap}}, n: n, after: after}
+					put, _ := collect(t, "failing", run, p.Bytes())
+					done := make(chan error, 1)
+					go func() {
+						done <- run.run(in, put, 64, threads, func(int64) {}, func(err error) error { return err })
+					}()
+					select {
+					case err := <-done:
+						if err == nil || !strings.Contains(err.Error(), "broke off") {
+							t.Errorf("overlap %d, %d threads, call %d failing (after its answer: %v): %v", overlap, threads, n, after, err)
+						}
+					case <-time.After(time.Minute): // a guard against a hang, not a measure
+						t.Fatalf("overlap %d, %d threads, call %d failing (after its answer: %v): the run hangs", overlap, threads, n, after)
+					}
+				}
+			}
+		}
+	}
+}
